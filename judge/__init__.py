@@ -1,0 +1,19 @@
+"""tritonjudge: grade Triton kernel submissions against hidden cases.
+
+The package is a set of small modules, each owning one job:
+
+    verdicts   the verdict vocabulary and how case verdicts combine
+    challenge  challenge definitions (pydantic) loaded from challenges/<name>/
+    cases      seeds, the secret, and input generation from a case spec
+    compare    error statistics, tolerance policies and precision diagnosis
+    protocol   the framed messages that cross the process boundary
+    isolation  the trusted side of the boundary: spawning and policing the worker
+    worker     the untrusted side: runs inside the child, imports the submission
+    interpret  CPU-mode patches for Triton's interpreter (TF32 emulation, autotune)
+    timing     latency measurement of solve (runs in the worker)
+    grader     orchestration: cases -> worker -> comparison -> result
+    report     rendering a result for people (rich) and machines (JSON)
+    cli        the `judge` command
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,116 @@
+"""Seeds, the install secret, and input generation from a case spec.
+
+Case data comes from a seed mixed with a secret that is not in the
+repository, so nobody can precompute answers from the public case list; the
+run seed (printed in every report, or given with --seed) reproduces a run on
+the same install and device. Both sides of the process boundary call
+`make_inputs` with the same arguments and get bit-identical tensors: the
+worker for running the submission, the judge for computing the truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from pathlib import Path
+
+import torch
+
+SECRET_ENV = "JUDGE_SECRET"
+
+
+def secret_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "tritonjudge" / "secret"
+
+
+def load_secret() -> bytes:
+    """$JUDGE_SECRET if set, else a per-install secret created on first use."""
+    env = os.environ.get(SECRET_ENV)
+    if env:
+        return env.encode()
+    path = secret_path()
+    try:
+        return path.read_bytes().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_hex(32).encode()
+    # O_EXCL: two judges starting at once agree on whichever secret won.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(value)
+    return value
+
+
+def new_run_seed() -> int:
+    return secrets.randbelow(2**31)
+
+
+def case_seed(secret: bytes, challenge: str, run_seed: int, case: str, trial: int) -> int:
+    text = f"{challenge}\x00{run_seed}\x00{case}\x00{trial}".encode()
+    digest = hashlib.sha256(secret + b"\x00" + text).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def _arg_seed(seed: int, arg: str) -> int:
+    digest = hashlib.sha256(f"{seed}\x00{arg}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def generate(dist: dict, shape: list[int], seed: int, device: str) -> torch.Tensor:
+    """One float32 tensor drawn from a distribution given as its dict form
+    (the worker receives plain JSON, not pydantic models)."""
+    kind = dist["kind"]
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    if kind == "uniform":
+        lo, hi = float(dist["low"]), float(dist["high"])
+        u = torch.rand(shape, generator=gen, device=device, dtype=torch.float32)
+        return (u * (hi - lo) + lo).to(torch.float32)
+    if kind == "normal":
+        z = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
+        return z * float(dist.get("std", 1.0)) + float(dist.get("mean", 0.0))
+    if kind == "signed_log_uniform":
+        lo, hi = float(dist["min_exp"]), float(dist["max_exp"])
+        u = torch.rand(shape, generator=gen, device=device, dtype=torch.float64)
+        sign = torch.rand(shape, generator=gen, device=device, dtype=torch.float64) < 0.5
+        mag = torch.pow(10.0, u * (hi - lo) + lo)
+        return torch.where(sign, -mag, mag).to(torch.float32)
+    if kind == "zeros":
+        return torch.zeros(shape, device=device, dtype=torch.float32)
+    if kind == "identity":
+        return torch.eye(shape[0], shape[1], device=device, dtype=torch.float32)
+    if kind == "values":
+        return torch.tensor(dist["values"], device=device, dtype=torch.float32).reshape(shape)
+    raise ValueError(f"unknown distribution kind {kind!r}")
+
+
+def make_inputs(plan: dict, seed: int, device: str) -> dict[str, torch.Tensor]:
+    """Inputs for one trial of a case. `plan` is `input_plan(...)`'s output."""
+    return {
+        name: generate(spec["distribution"], spec["shape"], _arg_seed(seed, name), device)
+        for name, spec in plan["inputs"].items()
+    }
+
+
+def input_plan(challenge, case) -> dict:
+    """Everything needed to build a case's tensors, as plain JSON-able data."""
+    return {
+        "inputs": {
+            arg.name: {
+                "shape": challenge.shape_of(arg, case),
+                "distribution": challenge.distribution_of(arg, case).model_dump(),
+            }
+            for arg in challenge.inputs()
+        },
+        "outputs": {arg.name: {"shape": challenge.shape_of(arg, case)} for arg in challenge.outputs()},
+        "call": [
+            {"name": arg.name, "role": arg.role, "value": case.dims[arg.name] if arg.role == "dim" else None}
+            for arg in challenge.signature
+        ],
+    }

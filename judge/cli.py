@@ -1,0 +1,128 @@
+"""The `judge` command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import challenge as challenges
+from .errors import JudgeError, UsageError
+
+
+class _Group(click.Group):
+    """Turns the judge's own usage errors into one red line and exit code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(2)
+        except JudgeError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tritonjudge", prog_name="judge")
+def main():
+    """Grade Triton kernel submissions against hidden test cases.
+
+    \b
+    Quick start:
+      judge challenges                        list the challenges
+      judge show matrix_multiplication        read the problem statement
+      judge init matrix_multiplication mine.py  write a starter file
+      judge submit mine.py                    grade it (GPU if present, else CPU)
+      judge submit mine.py --json             one JSON object on stdout
+
+    Without a GPU, kernels run under Triton's interpreter on small cases only,
+    with the TF32 rounding of an Ampere-or-newer GPU emulated, and no timing.
+    """
+
+
+@main.command("challenges")
+def list_challenges():
+    """List the available challenges."""
+    names = challenges.available()
+    if not names:
+        raise UsageError(f"no challenges found in {challenges.challenges_dir()}")
+    for name in names:
+        ch = challenges.load(name)
+        click.echo(f"{name:28s} {ch.difficulty:7s} {ch.title}  "
+                   f"({len(ch.functional)} functional cases, performance at {ch.shape_label(ch.performance)})")
+
+
+@main.command()
+@click.argument("name")
+def show(name):
+    """Print the statement of challenge NAME."""
+    click.echo(challenges.load(name).statement())
+
+
+@main.command()
+@click.argument("name")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+def init(name, path):
+    """Write the starter file of challenge NAME to PATH (default: solution.py).
+
+    Refuses to overwrite an existing file."""
+    ch = challenges.load(name)
+    path = path or Path("solution.py")
+    if path.exists():
+        raise UsageError(f"{path} already exists; not overwriting it")
+    path.write_text(ch.starter())
+    click.echo(f"wrote {path}; grade it with: judge submit {path}")
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--challenge", "challenge_name", default="matrix_multiplication", show_default=True,
+              help="Challenge to grade against.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
+@click.option("--seed", type=int, help="Run seed: the same seed reproduces the same case data on this install.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]),
+              help="Where kernels run. Default: cuda if available, else cpu (Triton interpreter).")
+@click.option("--policy", type=click.Choice(["fp32", "leetgpu", "tf32"]),
+              help="Tolerance policy. fp32 (default): float32 accuracy in any summation order. "
+                   "leetgpu: LeetGPU's 1e-4 rule against torch's float32 product. tf32: also accepts TF32.")
+@click.option("--stop-on-wrong-answer", is_flag=True, help="Stop at the first wrong case instead of running all.")
+@click.option("--no-timing", is_flag=True, help="Skip the latency measurement on GPU.")
+@click.option("--case-timeout", type=float, default=None, help="Seconds per case (default 60).")
+@click.option("--total-timeout", type=float, default=None, help="Seconds for the whole submission (default 900).")
+def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_answer, no_timing,
+           case_timeout, total_timeout):
+    """Grade the submission file PATH.
+
+    Exit status: 0 accepted, 1 any other verdict, 2 usage error."""
+    from .grader import GradeOptions, grade
+    from .isolation import Limits
+
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    limits = {}
+    if case_timeout is not None:
+        limits["case_timeout_s"] = case_timeout
+    if total_timeout is not None:
+        limits["total_timeout_s"] = total_timeout
+    options = GradeOptions(challenge=challenge_name, device=device, policy=policy, seed=seed,
+                           stop_on_wrong_answer=stop_on_wrong_answer, time=not no_timing,
+                           limits=Limits(**limits))
+    if as_json:
+        result = grade(path, options)
+        from .report import to_json
+        click.echo(to_json(result))
+    else:
+        from rich.console import Console
+        from .report import render
+        console = Console()
+        with console.status(f"grading {path} …"):
+            result = grade(path, options)
+        render(result, console)
+    sys.exit(0 if result.verdict.value == "accepted" else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,427 @@
+"""Orchestration: a submission's cases through the worker, compared here.
+
+For each case the judge sends the worker a plan and seeds; the worker builds
+the inputs, runs solve and returns the raw output buffer. The judge builds
+the same inputs itself, computes the truth with the reference kernel, checks
+the guard bands around the output, and hands both to the comparison policy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import cases as case_data
+from .challenge import Challenge, Case
+from .compare import Comparison, Mismatch, Trial, get_policy
+from .errors import ProtocolError, UsageError, WorkerDied, WorkerTimeout
+from .isolation import Limits, WorkerProcess, describe_exit
+from .verdicts import Verdict, overall
+
+CaseStatus = Literal["accepted", "wrong_answer", "runtime_error", "time_limit_exceeded",
+                     "memory_limit_exceeded", "compile_error", "invalid_submission", "rejected",
+                     "internal_error", "skipped", "not_run"]
+STOPPING = {"runtime_error", "time_limit_exceeded", "memory_limit_exceeded", "rejected", "internal_error"}
+
+
+class CaseResult(BaseModel):
+    name: str
+    kind: Literal["example", "functional", "performance"]
+    shape: str
+    dims: dict[str, int]
+    status: CaseStatus
+    trials: int = 0
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    mismatches: int | None = None
+    bound_ratio: float | None = None
+    norm_ratio: float | None = None
+    first_mismatches: list[Mismatch] = []
+    diagnosis: str | None = None
+    message: str = ""
+    seconds: float = 0.0
+
+
+class Timing(BaseModel):
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    sem_ms: float
+    reps: int
+    l2_flush_bytes: int
+    tflops: float
+
+
+class GradeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    challenge: str = "matrix_multiplication"
+    device: Literal["cpu", "cuda"] | None = None  # None: cuda if available
+    policy: str | None = None  # None: the challenge's default
+    seed: int | None = None
+    stop_on_wrong_answer: bool = False
+    time: bool = True
+    limits: Limits = Field(default_factory=Limits)
+
+
+class GradeResult(BaseModel):
+    verdict: Verdict
+    message: str
+    challenge: str
+    submission: str
+    policy: str
+    seed: int
+    device: str
+    device_name: str
+    versions: dict[str, str]
+    cases: list[CaseResult]
+    latency_ms: float | None
+    timing: Timing | None
+    timing_note: str | None
+    stdout: str
+    stderr: str
+    started_at: str
+    duration_s: float
+
+
+def choose_device(requested: str | None) -> str:
+    import torch
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda was asked for, but torch sees no CUDA device")
+    if requested:
+        return requested
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def versions() -> dict[str, str]:
+    import torch
+    import triton
+    out = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
+    if torch.cuda.is_available():
+        out["cuda"] = str(torch.version.cuda)
+    return out
+
+
+class _Run:
+    """State of one grading: the worker (restartable) and the clock."""
+
+    def __init__(self, challenge: Challenge, path: Path, device: str, options: GradeOptions):
+        self.challenge = challenge
+        self.path = path
+        self.device = device
+        self.options = options
+        self.limits = options.limits
+        self.policy = get_policy(options.policy or challenge.tolerance.default_policy)
+        self.seed = options.seed if options.seed is not None else case_data.new_run_seed()
+        self.secret = case_data.load_secret()
+        self.deadline = time.monotonic() + self.limits.total_timeout_s
+        self.worker: WorkerProcess | None = None
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self.reference = challenge.reference_fn()
+
+    # --- worker --------------------------------------------------------------
+
+    def time_left(self, per_request: float) -> float:
+        return max(0.1, min(per_request, self.deadline - time.monotonic()))
+
+    def start_worker(self) -> tuple[str, str] | None:
+        """Start and load; None when ready, else (status, message)."""
+        self.worker = WorkerProcess(self.path, self.device, self.limits)
+        self.worker.start()
+        arg_names = [a.name for a in self.challenge.signature]
+        try:
+            reply, _ = self.worker.request(
+                {"op": "load", "path": "submission.py", "device": self.device,
+                 "emulate_tf32": True, "gpu_memory_fraction": self.limits.gpu_memory_fraction,
+                 "arity": len(arg_names), "arg_names": arg_names},
+                self.time_left(self.limits.load_timeout_s), max_blob_bytes=0)
+        except WorkerDied as exc:
+            return "runtime_error", f"while loading the file: {exc}"
+        except WorkerTimeout as exc:
+            return "time_limit_exceeded", f"while loading the file: {exc}"
+        except ProtocolError as exc:
+            return "runtime_error", f"while loading the file: the worker sent garbage ({exc})"
+        if reply.get("status") != "ok":
+            return _status(reply), str(reply.get("message", ""))[:4000]
+        return None
+
+    def stop_worker(self) -> None:
+        if self.worker is not None:
+            out, err = self.worker.output()
+            self.worker.close()
+            if out:
+                self.stdout.append(out)
+            if err:
+                self.stderr.append(err)
+            self.worker = None
+
+    # --- cases ---------------------------------------------------------------
+
+    def seeds(self, case: Case) -> list[int]:
+        return [case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, t)
+                for t in range(self.challenge.trials(case))]
+
+    def output_bytes(self, plan: dict, guard: int) -> list[int]:
+        return [(math.prod(plan["outputs"][n]["shape"]) + 2 * guard) * 4 for n in sorted(plan["outputs"])]
+
+    def unpack(self, plan: dict, blobs: list[bytearray], guard: int, trials: int):
+        """Split the worker's raw buffers into outputs; a changed guard band
+        means a write outside the output tensor."""
+        import numpy as np
+        import torch
+        from .worker import GUARD_BITS
+        names = sorted(plan["outputs"])
+        expected = self.output_bytes(plan, guard) * trials
+        if [len(b) for b in blobs] != expected:
+            raise ProtocolError(f"expected output buffers of {expected} bytes, got {[len(b) for b in blobs]}")
+        outputs: list[dict[str, torch.Tensor]] = []
+        for t in range(trials):
+            trial = {}
+            for i, name in enumerate(names):
+                raw = np.frombuffer(blobs[t * len(names) + i], dtype=np.int32)
+                if guard and not (np.all(raw[:guard] == GUARD_BITS) and np.all(raw[-guard:] == GUARD_BITS)):
+                    return None, f"rule: solve wrote outside the output tensor {name!r} (its guard band changed)"
+                body = raw[guard:len(raw) - guard].view(np.float32).reshape(plan["outputs"][name]["shape"])
+                trial[name] = torch.from_numpy(body.copy()).to(self.device)
+            outputs.append(trial)
+        return outputs, None
+
+    def expected(self, plan: dict, seed: int) -> dict:
+        inputs = case_data.make_inputs(plan, seed, self.device)
+        return self.reference(inputs, need_fp32=self.policy.name == "leetgpu")
+
+    def compare(self, plan: dict, seeds: list[int], outputs: list[dict]) -> Comparison:
+        trials = []
+        for seed, got in zip(seeds, outputs):
+            expected = self.expected(plan, seed)
+            for name in sorted(got):
+                trials.append(Trial(got=got[name], expected=expected[name]))
+        return self.policy.compare(trials)
+
+    def run_case(self, case: Case, kind: str) -> CaseResult:
+        result = CaseResult(name=case.name, kind=kind, shape=self.challenge.shape_label(case),
+                            dims=dict(case.dims), status="not_run")
+        if self.device == "cpu":
+            reason = self.challenge.fits_cpu(case)
+            if reason:
+                result.status, result.message = "skipped", reason
+                return result
+        if time.monotonic() >= self.deadline:
+            result.message = f"not run: the submission's {self.limits.total_timeout_s:.0f} s limit is spent"
+            return result
+        started = time.monotonic()
+        plan = case_data.input_plan(self.challenge, case)
+        seeds = self.seeds(case)
+        result.trials = len(seeds)
+        assert self.worker is not None
+        try:
+            reply, blobs = self.worker.request(
+                {"op": "run", "plan": plan, "seeds": seeds},
+                self.time_left(self.limits.case_timeout_s),
+                max_blob_bytes=sum(self.output_bytes(plan, 1 << 16)) * len(seeds))
+        except WorkerDied as exc:
+            result.status, result.message = "runtime_error", str(exc)
+            self.worker_lost()
+        except WorkerTimeout as exc:
+            result.status, result.message = "time_limit_exceeded", str(exc)
+            self.worker_lost()
+        except ProtocolError as exc:
+            result.status, result.message = "runtime_error", f"the worker sent garbage: {exc}"
+            self.worker_lost()
+        else:
+            if reply.get("status") != "ok":
+                result.status, result.message = _status(reply), str(reply.get("message", ""))[:4000]
+            else:
+                outputs, rule = self.unpack(plan, blobs, int(reply.get("guard_elements", 0)), len(seeds))
+                if rule:
+                    result.status, result.message = "rejected", rule
+                else:
+                    self.fill(result, self.compare(plan, seeds, outputs))
+        result.seconds = round(time.monotonic() - started, 3)
+        return result
+
+    def fill(self, result: CaseResult, cmp: Comparison) -> None:
+        result.status = "accepted" if cmp.passed else "wrong_answer"
+        result.max_abs_err = cmp.stats.max_abs_err
+        result.max_rel_err = cmp.stats.max_rel_err
+        result.mismatches = cmp.mismatches
+        result.bound_ratio = cmp.bound_ratio
+        result.norm_ratio = cmp.norm_ratio
+        result.first_mismatches = cmp.first_mismatches
+        result.diagnosis = cmp.diagnosis
+        result.message = cmp.message
+
+    def worker_lost(self) -> None:
+        if self.worker is not None:
+            self.stop_worker()
+
+    # --- timing --------------------------------------------------------------
+
+    def time_performance(self, case: Case) -> tuple[Timing | None, str | None, CaseResult | None]:
+        """Latency of the performance case; its timed output is checked too."""
+        plan = case_data.input_plan(self.challenge, case)
+        seed = case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, 1000)
+        assert self.worker is not None
+        failure = CaseResult(name=f"{case.name} (timed)", kind="performance",
+                             shape=self.challenge.shape_label(case), dims=dict(case.dims), status="not_run")
+        try:
+            reply, blobs = self.worker.request(
+                {"op": "time", "plan": plan, "seed": seed}, self.time_left(self.limits.case_timeout_s * 2),
+                max_blob_bytes=sum(self.output_bytes(plan, 1 << 16)))
+        except (WorkerDied, ProtocolError) as exc:
+            failure.status, failure.message = "runtime_error", f"while timing: {exc}"
+            self.worker_lost()
+            return None, None, failure
+        except WorkerTimeout as exc:
+            failure.status, failure.message = "time_limit_exceeded", f"while timing: {exc}"
+            self.worker_lost()
+            return None, None, failure
+        if reply.get("status") != "ok":
+            failure.status, failure.message = _status(reply), str(reply.get("message", ""))[:4000]
+            return None, None, failure
+        outputs, rule = self.unpack(plan, blobs, int(reply.get("guard_elements", 0)), 1)
+        if rule:
+            failure.status, failure.message = "rejected", rule
+            return None, None, failure
+        cmp = self.compare(plan, [seed], outputs)
+        if not cmp.passed:
+            self.fill(failure, cmp)
+            failure.message = "the output of the timed calls is wrong: " + failure.message
+            return None, None, failure
+        raw = reply.get("timing", {})
+        try:
+            median = float(raw["median_ms"])
+            timing = Timing(**{k: raw[k] for k in ("median_ms", "mean_ms", "min_ms", "sem_ms", "reps",
+                                                    "l2_flush_bytes")},
+                            tflops=self.challenge.flop_count(case) / (median * 1e-3) / 1e12)
+        except (KeyError, TypeError, ValueError) as exc:
+            failure.status, failure.message = "runtime_error", f"malformed timing from the worker: {exc}"
+            return None, None, failure
+        return timing, None, None
+
+
+def _status(reply: dict) -> str:
+    status = reply.get("status")
+    valid = {v.value for v in Verdict} - {"accepted"}
+    return status if status in valid else "runtime_error"
+
+
+def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> GradeResult:
+    """Grade one submission file. Raises UsageError for bad requests; every
+    fault of the submission, and of the judge itself, ends in a result."""
+    options = options or GradeOptions()
+    from . import challenge as challenges
+    challenge = challenges.load(options.challenge)
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    policy_name = options.policy or challenge.tolerance.default_policy
+    if policy_name not in challenge.tolerance.allowed_policies:
+        raise UsageError(f"policy {policy_name!r} is not allowed for {challenge.name} "
+                         f"(allowed: {', '.join(challenge.tolerance.allowed_policies)})")
+    device = choose_device(options.device)
+    if device == "cpu":
+        # The reference kernels must run under the interpreter too; Triton
+        # decides when a kernel is defined, so this precedes their import.
+        os.environ["TRITON_INTERPRET"] = "1"
+    started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    clock = time.monotonic()
+    run = _Run(challenge, path, device, options)
+
+    results: list[CaseResult] = []
+    timing: Timing | None = None
+    timing_note: str | None = None
+    load_message = ""
+    ordered = [(challenge.example, "example")] + [(c, "functional") for c in challenge.functional] \
+        + [(challenge.performance, "performance")]
+    try:
+        failed_load = run.start_worker()
+        stop: str | None = None
+        if failed_load:
+            stop, load_message = failed_load
+        for case, kind in ordered:
+            if stop:
+                results.append(CaseResult(name=case.name, kind=kind, shape=challenge.shape_label(case),
+                                          dims=dict(case.dims), status="not_run",
+                                          message=_not_run_reason(stop, failed_load is not None)))
+                continue
+            if run.worker is None:
+                failed = run.start_worker()
+                if failed:
+                    stop = failed[0]
+                    results.append(CaseResult(name=case.name, kind=kind, shape=challenge.shape_label(case),
+                                              dims=dict(case.dims), status=failed[0], message=failed[1]))
+                    continue
+            result = run.run_case(case, kind)
+            results.append(result)
+            if result.status in STOPPING or (result.status == "wrong_answer" and options.stop_on_wrong_answer):
+                stop = result.status
+        case_verdict = overall(Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")) \
+            if any(r.status not in ("skipped", "not_run") for r in results) else None
+        if failed_load and case_verdict is None:
+            case_verdict = Verdict(failed_load[0])
+        if case_verdict is Verdict.ACCEPTED:
+            if device != "cuda":
+                timing_note = "not timed: latency is measured on a GPU only (this run used the Triton interpreter)"
+            elif not options.time:
+                timing_note = "not timed: timing was turned off"
+            else:
+                timing, timing_note, failure = run.time_performance(challenge.performance)
+                if failure:
+                    results.append(failure)
+        verdict = overall(Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")) \
+            if case_verdict is not None else Verdict(failed_load[0]) if failed_load else Verdict.INTERNAL_ERROR
+    except Exception:  # noqa: BLE001 - a judge fault must still yield a result
+        verdict = Verdict.INTERNAL_ERROR
+        load_message = "the judge failed: " + traceback.format_exc(limit=6)[-3000:]
+        timing = None
+    finally:
+        run.stop_worker()
+
+    message = _summary(verdict, results, load_message)
+    return GradeResult(
+        verdict=verdict, message=message, challenge=challenge.name, submission=str(path),
+        policy=run.policy.name, seed=run.seed, device=device, device_name=_device_name(device),
+        versions=versions(), cases=results,
+        latency_ms=timing.median_ms if timing else None, timing=timing, timing_note=timing_note,
+        stdout="\n".join(run.stdout)[:options.limits.output_cap_bytes],
+        stderr="\n".join(run.stderr)[:options.limits.output_cap_bytes],
+        started_at=started_at, duration_s=round(time.monotonic() - clock, 3),
+    )
+
+
+def _not_run_reason(stop: str, at_load: bool) -> str:
+    if at_load:
+        return f"not run: the file did not load ({stop})"
+    return f"not run: an earlier case ended in {stop}"
+
+
+def _summary(verdict: Verdict, results: list[CaseResult], load_message: str) -> str:
+    if load_message and verdict is not Verdict.ACCEPTED:
+        return load_message
+    if verdict is Verdict.ACCEPTED:
+        ran = sum(r.status == "accepted" for r in results)
+        skipped = sum(r.status == "skipped" for r in results)
+        extra = f", {skipped} skipped" if skipped else ""
+        return f"all {ran} cases run passed{extra}"
+    first = next((r for r in results if r.status == verdict.value), None)
+    if first is None:
+        return verdict.describe
+    return f"case {first.name} ({first.shape}): {first.message}"
+
+
+def _device_name(device: str) -> str:
+    if device == "cuda":
+        import torch
+        return torch.cuda.get_device_name()
+    return f"CPU ({platform.processor() or platform.machine()}), Triton interpreter"

@@ -1,0 +1,71 @@
+"""Framed messages across the process boundary.
+
+A message is a JSON header followed by zero or more raw byte blobs:
+
+    [4-byte big-endian header length][header JSON][blob 0][blob 1]...
+
+and the header lists each blob's size under "blobs". Nothing is ever
+unpickled: the judge reads JSON and raw float32 bytes, with sizes checked
+against limits before anything is allocated, so a hostile worker can send
+garbage but cannot make the judge run code or exhaust its memory.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import struct
+import time
+
+from .errors import ProtocolError, WorkerTimeout
+
+MAX_HEADER = 1 << 20  # 1 MiB of JSON is far more than any honest header
+
+
+def send(sock: socket.socket, header: dict, blobs: list[bytes | memoryview] = ()) -> None:
+    header = dict(header, blobs=[len(b) for b in blobs])
+    raw = json.dumps(header).encode()
+    sock.sendall(struct.pack(">I", len(raw)) + raw)
+    for blob in blobs:
+        sock.sendall(blob)
+
+
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytearray:
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerTimeout("no answer before the deadline")
+            ready, _, _ = select.select([sock], [], [], left)
+            if not ready:
+                raise WorkerTimeout("no answer before the deadline")
+        n = sock.recv_into(view[got:], size - got)
+        if n == 0:
+            raise EOFError("the other side closed the connection")
+        got += n
+    return buf
+
+
+def recv(sock: socket.socket, deadline: float | None = None,
+         max_blob_bytes: int = 1 << 34) -> tuple[dict, list[bytearray]]:
+    """Read one message; raise EOFError when the peer is gone, WorkerTimeout
+    past the deadline (time.monotonic() based), ProtocolError on garbage."""
+    (length,) = struct.unpack(">I", _recv_exact(sock, 4, deadline))
+    if length > MAX_HEADER:
+        raise ProtocolError(f"header of {length} bytes exceeds the {MAX_HEADER}-byte limit")
+    try:
+        header = json.loads(_recv_exact(sock, length, deadline))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"malformed header: {exc}") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("header is not a JSON object")
+    sizes = header.get("blobs", [])
+    if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
+        raise ProtocolError("malformed blob list")
+    if sum(sizes) > max_blob_bytes:
+        raise ProtocolError(f"{sum(sizes)} bytes of data exceed the {max_blob_bytes}-byte limit")
+    return header, [_recv_exact(sock, s, deadline) for s in sizes]

@@ -1,0 +1,254 @@
+"""The untrusted side of the boundary: the worker child process.
+
+Started by judge.isolation as `python -m judge.worker --fd N`, in a scratch
+directory, with a scrubbed environment. It imports the submission, builds
+each trial's inputs from the seed it is given, calls solve, and sends the
+output buffer back. It never sees an expected output, so a submission that
+walks the garbage collector or its caller's frames finds nothing to copy.
+Everything here may be tampered with by the submission; the judge trusts
+none of it beyond "these are the bytes that ended up in c".
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import inspect
+import os
+import socket
+import sys
+import traceback
+
+GUARD_ELEMENTS = 4096  # 16 KiB of float32 before and after the output
+INPUT_GUARD_ELEMENTS = 1 << 16  # 256 KiB of NaN before and after every input
+GUARD_BITS = 0x7FC0DEAD  # a quiet NaN with a payload: the guard pattern around c
+POISON_BITS = 0x7FC00000  # the canonical NaN: c's interior before each call
+
+_launches = 0
+
+
+def _count_launches() -> None:
+    """Count Triton kernel launches (compiled or interpreted, autotuned or not)."""
+    from triton.runtime import jit
+
+    def wrap(cls):
+        original = cls.run
+
+        def run(self, *args, **kwargs):
+            global _launches
+            if not kwargs.get("warmup", False):
+                _launches += 1
+            return original(self, *args, **kwargs)
+
+        cls.run = run
+
+    wrap(jit.JITFunction)
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        wrap(InterpretedFunction)
+    except ImportError:  # pragma: no cover - very old Triton
+        pass
+
+
+def _short_traceback(exc: BaseException, limit: int = 4000) -> str:
+    judge_dir = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not os.path.abspath(f.filename).startswith(judge_dir)]
+    text = "".join(traceback.format_list(frames[-8:]))
+    text += "".join(traceback.format_exception_only(type(exc), exc))
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def classify(exc: BaseException) -> str:
+    """The verdict an exception raised by the submission's own code earns."""
+    name = type(exc).__name__
+    text = str(exc).lower()
+    if isinstance(exc, MemoryError) or name == "OutOfMemoryError" or "out of memory" in text \
+            or "can't allocate memory" in text or "cannot allocate memory" in text:
+        return "memory_limit_exceeded"
+    # Triton: CompilationError on GPU; the interpreter wraps the same semantic
+    # errors in InterpreterError. OutOfResources: a config too big for the chip.
+    if name in ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError",
+                "OutOfResources", "PTXASError"):
+        return "compile_error"
+    return "runtime_error"
+
+
+class Worker:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.solve = None
+        self.device = "cpu"
+
+    def reply(self, header: dict, blobs=()) -> None:
+        from judge import protocol
+        protocol.send(self.sock, header, list(blobs))
+
+    def serve(self) -> None:
+        from judge import protocol
+        while True:
+            try:
+                msg, _ = protocol.recv(self.sock)
+            except EOFError:
+                return
+            op = msg.get("op")
+            if op == "exit":
+                self.reply({"status": "ok"})
+                return
+            handler = {"load": self.load, "run": self.run, "time": self.time}.get(op)
+            if handler is None:
+                self.reply({"status": "internal_error", "message": f"unknown op {op!r}"})
+                continue
+            handler(msg)
+
+    # --- load ------------------------------------------------------------------
+
+    def load(self, msg: dict) -> None:
+        self.device = msg["device"]
+        if self.device == "cuda":
+            import torch
+            torch.cuda.init()
+            fraction = msg.get("gpu_memory_fraction")
+            if fraction:
+                torch.cuda.set_per_process_memory_fraction(float(fraction))
+        else:
+            from judge import interpret
+            interpret.install(emulate_tf32=msg.get("emulate_tf32", True))
+        _count_launches()
+
+        path = msg["path"]
+        source = open(path, encoding="utf-8", errors="replace").read()
+        try:
+            tree = ast.parse(source, filename=os.path.basename(path))
+        except SyntaxError as exc:
+            return self.reply({"status": "compile_error", "message": _short_traceback(exc)})
+        body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        if not body:
+            return self.reply({"status": "invalid_submission",
+                               "message": "the file is empty: it must define solve(a, b, c, M, N, K)"})
+        spec = importlib.util.spec_from_file_location("submission", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["submission"] = module
+        try:
+            spec.loader.exec_module(module)
+        except SystemExit as exc:
+            return self.reply({"status": "runtime_error",
+                               "message": f"the file called exit({exc.code!r}) while loading"})
+        except BaseException as exc:  # noqa: BLE001 - anything at import is the file's fault
+            status = "memory_limit_exceeded" if classify(exc) == "memory_limit_exceeded" else "compile_error"
+            return self.reply({"status": status, "message": _short_traceback(exc)})
+        solve = getattr(module, "solve", None)
+        if solve is None:
+            return self.reply({"status": "invalid_submission",
+                               "message": "the file defines no function named solve"})
+        if not callable(solve) or not inspect.isfunction(inspect.unwrap(solve)):
+            return self.reply({"status": "invalid_submission",
+                               "message": f"solve is a {type(solve).__name__}, not a Python function"})
+        arity = msg.get("arity", 6)
+        try:
+            inspect.signature(solve).bind(*range(arity))
+        except TypeError:
+            return self.reply({"status": "invalid_submission",
+                               "message": f"solve{inspect.signature(solve)} cannot be called with "
+                                          f"the {arity} arguments {msg.get('arg_names')}"})
+        self.solve = solve
+        self.reply({"status": "ok"})
+
+    # --- run -------------------------------------------------------------------
+
+    def _guarded(self, values, fill_bits: int, guard: int):
+        import torch
+        numel = values.numel()
+        buf = torch.empty(numel + 2 * guard, dtype=torch.float32, device=self.device)
+        buf.view(torch.int32).fill_(fill_bits)
+        view = buf[guard:guard + numel].view(values.shape)
+        return buf, view
+
+    def _prepare(self, plan: dict, seed: int):
+        """Inputs in NaN-guarded buffers (an out-of-bounds read sees NaN, on the
+        CPU as on the GPU) and a poisoned output between guard patterns."""
+        import torch
+        from judge.cases import make_inputs
+        values = make_inputs(plan, seed, self.device)
+        args, outputs = [], {}
+        for item in plan["call"]:
+            if item["role"] == "dim":
+                args.append(int(item["value"]))
+            elif item["role"] == "in":
+                _, view = self._guarded(values[item["name"]], POISON_BITS, INPUT_GUARD_ELEMENTS)
+                view.copy_(values[item["name"]])
+                args.append(view)
+            else:
+                shape = plan["outputs"][item["name"]]["shape"]
+                buf, view = self._guarded(torch.empty(shape, device="meta"), GUARD_BITS, GUARD_ELEMENTS)
+                view.view(torch.int32).fill_(POISON_BITS)
+                outputs[item["name"]] = buf
+                args.append(view)
+        return args, outputs
+
+    def _call(self, args) -> dict | None:
+        """Call solve once; None on success, else the failure to report."""
+        global _launches
+        before = _launches
+        try:
+            self.solve(*args)
+            if self.device == "cuda":
+                import torch
+                torch.cuda.synchronize()
+        except SystemExit as exc:
+            return {"status": "runtime_error", "message": f"solve called exit({exc.code!r})"}
+        except BaseException as exc:  # noqa: BLE001
+            return {"status": classify(exc), "message": _short_traceback(exc)}
+        if _launches == before:
+            return {"status": "rejected",
+                    "message": "rule: solve must launch at least one Triton kernel, and it launched none"}
+        return None
+
+    def run(self, msg: dict) -> None:
+        blobs = []
+        for seed in msg["seeds"]:
+            args, outputs = self._prepare(msg["plan"], seed)
+            failure = self._call(args)
+            if failure:
+                return self.reply(failure)
+            for name in sorted(outputs):
+                blobs.append(memoryview(outputs[name].cpu().numpy()).cast("B"))
+        self.reply({"status": "ok", "guard_elements": GUARD_ELEMENTS}, blobs)
+
+    # --- time ------------------------------------------------------------------
+
+    def time(self, msg: dict) -> None:
+        from judge import timing
+        args, outputs = self._prepare(msg["plan"], msg["seed"])
+        failure = self._call(args)  # warm-up call: compilation and autotuning
+        if failure:
+            return self.reply(failure)
+        try:
+            result = timing.measure(lambda: self.solve(*args), **msg.get("options", {}))
+        except BaseException as exc:  # noqa: BLE001
+            return self.reply({"status": classify(exc), "message": _short_traceback(exc)})
+        blobs = [memoryview(outputs[name].cpu().numpy()).cast("B") for name in sorted(outputs)]
+        self.reply({"status": "ok", "timing": result, "guard_elements": GUARD_ELEMENTS}, blobs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="judge worker (internal)")
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--memory-limit", type=int, default=0, help="bytes of host memory")
+    parser.add_argument("--memory-rlimit", choices=["AS", "DATA"], default="AS")
+    ns = parser.parse_args(argv)
+    import resource
+    if ns.memory_limit:
+        # Soft and hard alike, before any submission code runs, so it cannot
+        # raise them. CUDA reserves a huge address space at start, so a CUDA
+        # worker is bounded by RLIMIT_DATA instead (bench/results: probe).
+        which = getattr(resource, f"RLIMIT_{ns.memory_rlimit}")
+        resource.setrlimit(which, (ns.memory_limit, ns.memory_limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    sock = socket.socket(fileno=ns.fd)
+    Worker(sock).serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+# Intentionally empty: there is no solve here.
