@@ -92,10 +92,12 @@ Distribution = Annotated[
 RANDOM_KINDS = ("uniform", "normal", "signed_log_uniform")
 
 
-def trials_for(output_elements: int) -> int:
+def trials_for(output_elements: int, work: int = 1) -> int:
     """Input sets for a random case: enough for ~256 output elements (so the
-    normwise statistics that see TF32 have something to average), at most 32."""
-    return max(1, min(32, math.ceil(256 / max(1, output_elements))))
+    normwise statistics that see TF32 have something to average), at most 32,
+    and fewer when each one is costly (~1M multiply-adds in all)."""
+    wanted = math.ceil(256 / max(1, output_elements))
+    return max(1, min(32, wanted, (1 << 20) // max(1, work)))
 
 
 # --- signature and cases ------------------------------------------------------
@@ -229,7 +231,7 @@ class Challenge(_Strict):
             return case.trials
         if not all(self.distribution_of(a, case).kind in RANDOM_KINDS for a in self.inputs()):
             return 1
-        return trials_for(sum(math.prod(self.shape_of(a, case)) for a in self.outputs()))
+        return trials_for(sum(math.prod(self.shape_of(a, case)) for a in self.outputs()), self.work(case))
 
     def work(self, case: Case) -> int:
         return math.prod(case.dims.values())

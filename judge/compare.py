@@ -131,12 +131,13 @@ def statistics(trials: list[Trial]) -> Stats:
     beta = float((e_n * x_n).sum()) / x2 if x2 > 0 else 0.0
     sigma = float((e_n - beta * x_n).square().mean().sqrt()) if e_n.numel() else 0.0
     normwise = float((abs_err / norm_level).square().mean().sqrt()) if got.numel() else 0.0
+    worst = math.inf if nonfinite else None  # NaN/inf outputs: the error is unbounded
     return Stats(
         elements=got.numel(),
         nonfinite=nonfinite,
-        max_abs_err=float(abs_err.max()) if got.numel() else 0.0,
-        max_rel_err=float(rel.max()) if rel.numel() else 0.0,
-        elementwise_fp32=float((abs_err / elem_scale).max()) if got.numel() else 0.0,
+        max_abs_err=worst or (float(abs_err.max()) if got.numel() else 0.0),
+        max_rel_err=worst or (float(rel.max()) if rel.numel() else 0.0),
+        elementwise_fp32=worst or (float((abs_err / elem_scale).max()) if got.numel() else 0.0),
         normwise_fp32=normwise,
         input_rounding=max(sigma * math.sqrt(3), abs(beta) / 2),
         spread=float((abs_err > 4 * norm_level).double().mean()) if got.numel() else 0.0,
@@ -249,6 +250,8 @@ class Tf32Policy(Policy):
         count, first = _mismatch_list(bad, trials, lambda t: t.expected.exact)
         err = torch.where(torch.isfinite(got), (got - exact).abs(), torch.zeros_like(got))
         bound_ratio = float((err / bound).max()) if got.numel() else 0.0
+        if stats.nonfinite:
+            bound_ratio = math.inf
         norm_ratio = stats.input_rounding / self.max_input_rounding
         passed = count == 0 and norm_ratio <= 1 and stats.nonfinite == 0
         diagnosis = None if passed else diagnose(stats)
@@ -289,6 +292,8 @@ class LeetgpuPolicy(Policy):
         count, first = _mismatch_list(bad, trials, lambda t: t.expected.fp32)
         finite_diff = torch.where(torch.isfinite(got), diff, torch.zeros_like(diff))
         bound_ratio = float((finite_diff / allowed).max()) if got.numel() else 0.0
+        if stats.nonfinite:
+            bound_ratio = math.inf
         passed = count == 0
         diagnosis = None
         if passed:

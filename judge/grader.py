@@ -346,41 +346,44 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
         + [(challenge.performance, "performance")]
     try:
         failed_load = run.start_worker()
-        stop: str | None = None
+        stop = None
         if failed_load:
-            stop, load_message = failed_load
+            # The file did not load: the first case carries why, the rest do not run.
+            load_message = failed_load[1]
+            stop = failed_load[0]
+            results.append(_unrun(challenge, ordered[0][0], ordered[0][1], *failed_load))
+            ordered = ordered[1:]
         for case, kind in ordered:
-            if stop:
-                results.append(CaseResult(name=case.name, kind=kind, shape=challenge.shape_label(case),
-                                          dims=dict(case.dims), status="not_run",
-                                          message=_not_run_reason(stop, failed_load is not None)))
-                continue
-            if run.worker is None:
-                failed = run.start_worker()
-                if failed:
-                    stop = failed[0]
-                    results.append(CaseResult(name=case.name, kind=kind, shape=challenge.shape_label(case),
-                                              dims=dict(case.dims), status=failed[0], message=failed[1]))
+            if stop is None and run.worker is None:  # the last one died: a fresh worker
+                restart = run.start_worker()
+                if restart:
+                    stop = restart[0]
+                    results.append(_unrun(challenge, case, kind, restart[0], restart[1]))
                     continue
+            if stop is not None:
+                results.append(_unrun(challenge, case, kind, "not_run",
+                                      _not_run_reason(stop, failed_load is not None)))
+                continue
             result = run.run_case(case, kind)
             results.append(result)
             if result.status in STOPPING or (result.status == "wrong_answer" and options.stop_on_wrong_answer):
                 stop = result.status
-        case_verdict = overall(Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")) \
-            if any(r.status not in ("skipped", "not_run") for r in results) else None
-        if failed_load and case_verdict is None:
-            case_verdict = Verdict(failed_load[0])
-        if case_verdict is Verdict.ACCEPTED:
+        verdict = _verdict(results)
+        if verdict is Verdict.ACCEPTED:
             if device != "cuda":
                 timing_note = "not timed: latency is measured on a GPU only (this run used the Triton interpreter)"
             elif not options.time:
                 timing_note = "not timed: timing was turned off"
             else:
-                timing, timing_note, failure = run.time_performance(challenge.performance)
-                if failure:
-                    results.append(failure)
-        verdict = overall(Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")) \
-            if case_verdict is not None else Verdict(failed_load[0]) if failed_load else Verdict.INTERNAL_ERROR
+                if run.worker is None:
+                    restart = run.start_worker()
+                    if restart:
+                        results.append(_unrun(challenge, challenge.performance, "performance", *restart))
+                if run.worker is not None:
+                    timing, timing_note, failure = run.time_performance(challenge.performance)
+                    if failure:
+                        results.append(failure)
+                verdict = _verdict(results)
     except Exception:  # noqa: BLE001 - a judge fault must still yield a result
         verdict = Verdict.INTERNAL_ERROR
         load_message = "the judge failed: " + traceback.format_exc(limit=6)[-3000:]
@@ -398,6 +401,17 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
         stderr="\n".join(run.stderr)[:options.limits.output_cap_bytes],
         started_at=started_at, duration_s=round(time.monotonic() - clock, 3),
     )
+
+
+def _unrun(challenge: Challenge, case: Case, kind: str, status: str, message: str) -> CaseResult:
+    return CaseResult(name=case.name, kind=kind, shape=challenge.shape_label(case), dims=dict(case.dims),
+                      status=status, message=message)
+
+
+def _verdict(results: list[CaseResult]) -> Verdict:
+    """The first failing case decides (a file that did not load fails the first case)."""
+    ran = [Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")]
+    return overall(ran) if ran else Verdict.INTERNAL_ERROR
 
 
 def _not_run_reason(stop: str, at_load: bool) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -16,7 +17,7 @@ def _status_text(status: str) -> Text:
     if status in _STATUS_STYLE:
         return Text(status.replace("_", " "), style=_STATUS_STYLE[status])
     v = Verdict(status)
-    return Text(f"{v.short} {v.value}", style=v.colour)
+    return Text(v.short, style=v.colour)
 
 
 def _num(x: float | None, fmt: str = ".2e") -> str:
@@ -28,23 +29,32 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def case_table(result: GradeResult) -> Table:
+def _note(case: CaseResult) -> str:
+    if case.status == "skipped":
+        return "GPU only"
+    if case.status == "accepted":
+        return ""
+    if case.status == "not_run":
+        return "not run"
+    return _shorten(case.message, 60)
+
+
+def case_table(result: GradeResult, notes: bool = True) -> Table:
     table = Table(title=f"{result.challenge} · policy {result.policy} · seed {result.seed}",
-                  title_justify="left", expand=False)
-    table.add_column("case")
-    table.add_column("shape (M×N×K)", justify="right")
-    table.add_column("status")
-    table.add_column("max abs err", justify="right")
-    table.add_column("max rel err", justify="right")
-    table.add_column("vs bound", justify="right")
-    table.add_column("mismatches", justify="right")
-    table.add_column("note", overflow="fold", max_width=60)
+                  title_justify="left", expand=False, pad_edge=False, box=box.SIMPLE_HEAD)
+    table.add_column("case", no_wrap=True)
+    table.add_column("M×N×K", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    table.add_column("max err", justify="right", no_wrap=True)
+    table.add_column("err/bound", justify="right", no_wrap=True)
+    table.add_column("bad", justify="right", no_wrap=True)
+    if notes:
+        table.add_column("note", overflow="fold")
     for case in result.cases:
-        ratio = case.bound_ratio if case.norm_ratio is None else max(case.bound_ratio or 0, case.norm_ratio)
-        note = case.message if case.status not in ("accepted",) else ""
-        table.add_row(case.name, case.shape, _status_text(case.status), _num(case.max_abs_err),
-                      _num(case.max_rel_err), _num(ratio, ".2f") if case.bound_ratio is not None else "–",
-                      "–" if case.mismatches is None else str(case.mismatches), _shorten(note, 180))
+        ratio = None if case.bound_ratio is None else max(case.bound_ratio, case.norm_ratio or 0.0)
+        row = [case.name, case.shape, _status_text(case.status), _num(case.max_abs_err, ".1e"),
+               _num(ratio, ".3g"), "–" if case.mismatches is None else str(case.mismatches)]
+        table.add_row(*row, *([_note(case)] if notes else []))
     return table
 
 
@@ -62,10 +72,15 @@ def _failure_details(console: Console, case: CaseResult) -> None:
 def render(result: GradeResult, console: Console | None = None) -> None:
     console = console or Console()
     console.print(f"[bold]{result.submission}[/] on {result.device_name}")
-    console.print(case_table(result))
+    # Narrow terminals get the table without notes; the failing case's
+    # details follow it in full either way.
+    console.print(case_table(result, notes=console.width >= 110))
     failing = next((c for c in result.cases if c.status not in ("accepted", "skipped", "not_run")), None)
     if failing is not None:
         _failure_details(console, failing)
+    console.print("[dim]err/bound: the worst error over the policy's bound (≤ 1 passes); "
+                  "bad: elements out of bound. Verdicts: "
+                  + " ".join(f"{v.short}={v.value}" for v in Verdict) + "[/]")
     skipped = sum(c.status == "skipped" for c in result.cases)
     if skipped:
         console.print(f"[dim]{skipped} case(s) skipped on CPU (too large for the interpreter); "

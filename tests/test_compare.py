@@ -52,7 +52,7 @@ def trials_of(kernel, shape, dist, count=1, seed=0, fp32=False) -> list[Trial]:
 
 # Shapes (M, N, K) with N the summed dimension; tiny outputs get the several
 # trials the judge gives them (Challenge.trials).
-SHAPES = [(s, trials_for(s[0] * s[2])) for s in
+SHAPES = [(s, trials_for(s[0] * s[2], s[0] * s[1] * s[2])) for s in
           [(1, 1, 1), (1, 5, 3), (16, 12, 20), (32, 257, 16), (8, 1000, 8), (3, 8191, 5)]]
 ZERO_MEAN = ["uniform10", "uniform1", "normal", "decades"]
 
