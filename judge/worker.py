@@ -52,9 +52,13 @@ def _count_launches() -> None:
 
 
 def _short_traceback(exc: BaseException, limit: int = 4000) -> str:
+    """The submission's part of a traceback: the judge's and importlib's frames
+    say nothing to its author, and a syntax error needs only its caret."""
+    if isinstance(exc, SyntaxError):
+        return "".join(traceback.format_exception_only(type(exc), exc))[-limit:]
     judge_dir = os.path.dirname(os.path.abspath(__file__))
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not os.path.abspath(f.filename).startswith(judge_dir)]
+              if not os.path.abspath(f.filename).startswith(judge_dir) and not f.filename.startswith("<frozen")]
     text = "".join(traceback.format_list(frames[-8:]))
     text += "".join(traceback.format_exception_only(type(exc), exc))
     return text if len(text) <= limit else "…" + text[-limit:]

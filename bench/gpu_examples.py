@@ -1,0 +1,68 @@
+"""Grade every example submission on the GPU and record the results.
+
+    python bench/gpu_examples.py --out DIR [--only PATTERN]
+
+Writes DIR/gpu_examples.json (verdicts, per-case statuses, latency, device,
+versions) and DIR/gpu_examples.md (a table), and compares each verdict with
+submissions/expected.toml; exits 1 if any differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from judge.grader import GradeOptions, grade  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--seed", type=int, default=2026)
+    ns = ap.parse_args()
+    ns.out.mkdir(parents=True, exist_ok=True)
+    with (ROOT / "submissions" / "expected.toml").open("rb") as fh:
+        expected = {k: v["verdict"] for k, v in tomllib.load(fh).items()}
+    rows, records, mismatched = [], [], 0
+    for path, wanted in sorted(expected.items()):
+        if ns.only not in path:
+            continue
+        t0 = time.monotonic()
+        result = grade(ROOT / "submissions" / path, GradeOptions(device="cuda", seed=ns.seed))
+        wall = time.monotonic() - t0
+        ok = result.verdict.value == wanted
+        mismatched += not ok
+        first = next((c for c in result.cases if c.status not in ("accepted", "skipped", "not_run")), None)
+        record = json.loads(result.model_dump_json())
+        record.update(expected=wanted, matches=ok, wall_s=round(wall, 2), stdout=record["stdout"][:2000],
+                      stderr=record["stderr"][:2000])
+        records.append(record)
+        lat = f"{result.latency_ms:.3f}" if result.latency_ms else "–"
+        tflops = f"{result.timing.tflops:.1f}" if result.timing else "–"
+        where = f"{first.name}: {first.message[:80]}" if first else ""
+        rows.append(f"| {path} | {wanted} | {result.verdict.value} | {'yes' if ok else 'NO'} | {lat} | {tflops} "
+                    f"| {wall:.1f} | {where.replace('|', '/')} |")
+        print(f"{path:40s} expected {wanted:22s} got {result.verdict.value:22s} latency {lat:>8s} ms "
+              f"wall {wall:5.1f} s {'' if ok else '  <-- MISMATCH'}", flush=True)
+        (ns.out / "gpu_examples.json").write_text(json.dumps(records, indent=1))
+    head = records[0] if records else {}
+    md = [f"# Example submissions graded on the GPU", "",
+          f"- date: {head.get('started_at')}", f"- device: {head.get('device_name')}",
+          f"- versions: {head.get('versions')}", f"- seed: {ns.seed}, policy fp32", "",
+          "| submission | expected | verdict | match | latency ms | TFLOPS | wall s | first failing case |",
+          "|---|---|---|---|---|---|---|---|", *rows]
+    (ns.out / "gpu_examples.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 1 if mismatched else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
