@@ -397,10 +397,18 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
         policy=run.policy.name, seed=run.seed, device=device, device_name=_device_name(device),
         versions=versions(), cases=results,
         latency_ms=timing.median_ms if timing else None, timing=timing, timing_note=timing_note,
-        stdout="\n".join(run.stdout)[:options.limits.output_cap_bytes],
-        stderr="\n".join(run.stderr)[:options.limits.output_cap_bytes],
+        stdout=_join_capped(run.stdout, options.limits.output_cap_bytes),
+        stderr=_join_capped(run.stderr, options.limits.output_cap_bytes),
         started_at=started_at, duration_s=round(time.monotonic() - clock, 3),
     )
+
+
+def _join_capped(parts: list[str], cap: int) -> str:
+    """Output of every worker the submission used (each already capped)."""
+    text = "\n".join(parts)
+    if len(text) > 2 * cap:
+        text = text[:2 * cap] + f"\n… [{len(text) - 2 * cap:,} more characters dropped]"
+    return text
 
 
 def _unrun(challenge: Challenge, case: Case, kind: str, status: str, message: str) -> CaseResult:

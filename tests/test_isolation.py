@@ -1,0 +1,119 @@
+"""The boundary between the judge and the submission: crashes, floods,
+cheats that look for the answer, the secret, and the judge's own faults."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+import tomllib
+
+import pytest
+
+from judge import protocol
+from judge.errors import ProtocolError, WorkerTimeout
+from judge.grader import GradeOptions, grade
+from judge.isolation import Limits
+from tests.helpers import FIXTURES
+
+with (FIXTURES / "expected.toml").open("rb") as fh:
+    EXPECTED = {k: v["verdict"] for k, v in tomllib.load(fh).items()}
+
+LIMITS = Limits(case_timeout_s=30, total_timeout_s=300)
+
+
+def _grade(name: str, **kw):
+    return grade(FIXTURES / name, GradeOptions(device="cpu", seed=7, limits=LIMITS,
+                                               stop_on_wrong_answer=True, **kw))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_verdict(name, monkeypatch):
+    monkeypatch.setenv("JUDGE_SECRET", "s3cr3t-value-for-tests")
+    result = _grade(name)
+    assert result.verdict.value == EXPECTED[name], (result.message, [(c.name, c.status) for c in result.cases])
+    if name == "flood_output.py":
+        # 40 MB on each stream, kept to the cap with a note of what was dropped.
+        assert len(result.stdout) < 2 * LIMITS.output_cap_bytes
+        assert "more bytes dropped" in result.stdout and "more bytes dropped" in result.stderr
+    if name == "segfault.py":
+        assert "SIGSEGV" in result.message
+    if name == "calls_sys_exit.py":
+        assert "exit" in result.message
+    if name == "prints_environment.py":
+        assert "ENV" in result.stdout
+        assert "s3cr3t-value-for-tests" not in result.stdout
+        assert "JUDGE_SECRET" not in result.stdout
+        assert "submission.py" in result.stdout  # it runs on a copy, in a scratch folder
+    if name == "writes_past_output.py":
+        assert "outside the output" in result.message
+
+
+def test_judge_fault_is_internal_error_not_a_crash(monkeypatch):
+    from judge import compare
+
+    def broken(self, trials):
+        raise RuntimeError("simulated bug in the judge")
+
+    monkeypatch.setattr(compare.Fp32Policy, "compare", broken)
+    result = grade(FIXTURES.parent.parent / "submissions" / "correct" / "grid_2d.py",
+                   GradeOptions(device="cpu", seed=1, limits=LIMITS))
+    assert result.verdict.value == "internal_error"
+    assert "simulated bug in the judge" in result.message
+
+
+def test_time_limit_kills_the_worker():
+    started = time.monotonic()
+    result = grade(FIXTURES.parent.parent / "submissions" / "faults" / "infinite_loop.py",
+                   GradeOptions(device="cpu", seed=1, limits=Limits(case_timeout_s=3, total_timeout_s=60)))
+    assert result.verdict.value == "time_limit_exceeded"
+    assert "killed" in result.message
+    assert time.monotonic() - started < 40
+
+
+# --- the wire format -------------------------------------------------------------
+
+def _pair():
+    a, b = socket.socketpair()
+    return a, b
+
+
+def test_protocol_round_trip_with_blobs():
+    a, b = _pair()
+    protocol.send(a, {"op": "x", "n": 1}, [b"abc", b"", b"\x00" * 10])
+    header, blobs = protocol.recv(b, deadline=time.monotonic() + 5)
+    assert header["op"] == "x" and [bytes(x) for x in blobs] == [b"abc", b"", b"\x00" * 10]
+
+
+def test_protocol_rejects_oversized_header():
+    a, b = _pair()
+    a.sendall(struct.pack(">I", protocol.MAX_HEADER + 1))
+    with pytest.raises(ProtocolError):
+        protocol.recv(b, deadline=time.monotonic() + 5)
+
+
+def test_protocol_rejects_malformed_json_and_blob_lists():
+    for raw in (b"{not json", json.dumps([1, 2]).encode(), json.dumps({"blobs": [-1]}).encode(),
+                json.dumps({"blobs": "many"}).encode()):
+        a, b = _pair()
+        a.sendall(struct.pack(">I", len(raw)) + raw)
+        with pytest.raises(ProtocolError):
+            protocol.recv(b, deadline=time.monotonic() + 5)
+
+
+def test_protocol_refuses_blobs_over_the_limit_before_reading_them():
+    a, b = _pair()
+    raw = json.dumps({"blobs": [1 << 40]}).encode()
+    a.sendall(struct.pack(">I", len(raw)) + raw)
+    with pytest.raises(ProtocolError):
+        protocol.recv(b, deadline=time.monotonic() + 5, max_blob_bytes=1 << 20)
+
+
+def test_protocol_deadline_and_eof():
+    a, b = _pair()
+    with pytest.raises(WorkerTimeout):
+        protocol.recv(b, deadline=time.monotonic() + 0.2)
+    a.close()
+    with pytest.raises(EOFError):
+        protocol.recv(b, deadline=time.monotonic() + 5)
