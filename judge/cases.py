@@ -17,6 +17,8 @@ from pathlib import Path
 
 import torch
 
+from .errors import UsageError
+
 SECRET_ENV = "JUDGE_SECRET"
 
 
@@ -32,19 +34,29 @@ def load_secret() -> bytes:
         return env.encode()
     path = secret_path()
     try:
-        return path.read_bytes().strip()
+        value = path.read_bytes().strip()
     except FileNotFoundError:
-        pass
+        value = None
+    if value:
+        return value
+    if value is not None:
+        raise UsageError(f"the secret file {path} is empty: delete it and a new one is made, "
+                         f"or set ${SECRET_ENV}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_hex(32).encode()
-    # O_EXCL: two judges starting at once agree on whichever secret won.
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_bytes().strip()
+    # Written whole to a private temporary file, then linked into place: a
+    # reader never sees a half-written secret, and of two judges starting at
+    # once the first link wins and both use it.
+    tmp = path.with_name(f".secret-{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(value)
-    return value
+        fh.write(secrets.token_hex(32).encode())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+    return path.read_bytes().strip()
 
 
 def new_run_seed() -> int:

@@ -42,7 +42,7 @@ class Uniform(_Strict):
 class Normal(_Strict):
     kind: Literal["normal"]
     mean: float = 0.0
-    std: float = 1.0
+    std: float = Field(1.0, gt=0)
 
     def describe(self) -> str:
         return f"normal({self.mean:g}, {self.std:g})"
@@ -55,6 +55,12 @@ class SignedLogUniform(_Strict):
     kind: Literal["signed_log_uniform"]
     min_exp: float
     max_exp: float
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if not self.min_exp <= self.max_exp:
+            raise ValueError(f"signed_log_uniform needs min_exp <= max_exp, got {self.min_exp} > {self.max_exp}")
+        return self
 
     def describe(self) -> str:
         return f"±10^uniform({self.min_exp:g}, {self.max_exp:g})"
@@ -121,7 +127,7 @@ class Case(_Strict):
     dims: dict[str, int]
     inputs: dict[str, Distribution] = {}  # per input argument; overrides `distribution`
     distribution: Distribution | None = None  # default for every input
-    trials: int | None = Field(default=None, ge=1, le=64)
+    trials: int | None = Field(default=None, ge=1, le=32)
     note: str = ""
 
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 
 from . import challenge as challenges
 from .errors import JudgeError, UsageError
@@ -37,6 +38,7 @@ def main():
       judge init matrix_multiplication mine.py  write a starter file
       judge submit mine.py                    grade it (GPU if present, else CPU)
       judge submit mine.py --json             one JSON object on stdout
+      judge submit -h                         --seed, --device, --policy and more
 
     Without a GPU, kernels run under Triton's interpreter on small cases only,
     with the TF32 rounding of an Ampere-or-newer GPU emulated, and no timing.
@@ -90,8 +92,10 @@ def init(name, path):
                    "leetgpu: LeetGPU's 1e-4 rule against torch's float32 product. tf32: also accepts TF32.")
 @click.option("--stop-on-wrong-answer", is_flag=True, help="Stop at the first wrong case instead of running all.")
 @click.option("--no-timing", is_flag=True, help="Skip the latency measurement on GPU.")
-@click.option("--case-timeout", type=float, default=None, help="Seconds per case (default 60).")
-@click.option("--total-timeout", type=float, default=None, help="Seconds for the whole submission (default 900).")
+@click.option("--case-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds per case (default 60).")
+@click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds for the whole submission (default 900).")
 def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_answer, no_timing,
            case_timeout, total_timeout):
     """Grade the submission file PATH.
@@ -107,9 +111,12 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
         limits["case_timeout_s"] = case_timeout
     if total_timeout is not None:
         limits["total_timeout_s"] = total_timeout
-    options = GradeOptions(challenge=challenge_name, device=device, policy=policy, seed=seed,
-                           stop_on_wrong_answer=stop_on_wrong_answer, time=not no_timing,
-                           limits=Limits(**limits))
+    try:
+        options = GradeOptions(challenge=challenge_name, device=device, policy=policy, seed=seed,
+                               stop_on_wrong_answer=stop_on_wrong_answer, time=not no_timing,
+                               limits=Limits(**limits))
+    except ValidationError as exc:
+        raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
     if as_json:
         result = grade(path, options)
         from .report import to_json

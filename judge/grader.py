@@ -24,7 +24,8 @@ from . import cases as case_data
 from .challenge import Challenge, Case
 from .compare import Comparison, Mismatch, Trial, get_policy
 from .errors import ProtocolError, UsageError, WorkerDied, WorkerTimeout
-from .isolation import Limits, WorkerProcess, describe_exit
+from .isolation import Limits, WorkerProcess, detect_sandbox
+from .protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
 from .verdicts import Verdict, overall
 
 CaseStatus = Literal["accepted", "wrong_answer", "runtime_error", "time_limit_exceeded",
@@ -87,6 +88,7 @@ class GradeResult(BaseModel):
     latency_ms: float | None
     timing: Timing | None
     timing_note: str | None
+    sandbox: str
     stdout: str
     stderr: str
     started_at: str
@@ -136,7 +138,10 @@ class _Run:
 
     def start_worker(self) -> tuple[str, str] | None:
         """Start and load; None when ready, else (status, message)."""
-        self.worker = WorkerProcess(self.path, self.device, self.limits)
+        # Hidden from a sandboxed worker: the secret, and the folder the
+        # submission came from (its neighbours may be other students' files).
+        hidden = [case_data.secret_path().parent, self.path.resolve().parent]
+        self.worker = WorkerProcess(self.path, self.device, self.limits, hidden=hidden)
         self.worker.start()
         arg_names = [a.name for a in self.challenge.signature]
         try:
@@ -171,39 +176,50 @@ class _Run:
         return [case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, t)
                 for t in range(self.challenge.trials(case))]
 
-    def output_bytes(self, plan: dict, guard: int) -> list[int]:
-        return [(math.prod(plan["outputs"][n]["shape"]) + 2 * guard) * 4 for n in sorted(plan["outputs"])]
+    @staticmethod
+    def layout(plan: dict) -> list[tuple[str, str, list[int], int, int]]:
+        """(kind, name, shape, guard, guard bits) of each buffer of one trial,
+        in the order the worker sends them: outputs, then inputs, by name."""
+        outs = [("out", n, plan["outputs"][n]["shape"], OUTPUT_GUARD, GUARD_BITS) for n in sorted(plan["outputs"])]
+        ins = [("in", n, plan["inputs"][n]["shape"], INPUT_GUARD, POISON_BITS) for n in sorted(plan["inputs"])]
+        return outs + ins
 
-    def unpack(self, plan: dict, blobs: list[bytearray], guard: int, trials: int):
-        """Split the worker's raw buffers into outputs; a changed guard band
-        means a write outside the output tensor."""
+    def reply_bytes(self, plan: dict, trials: int) -> int:
+        return trials * sum((math.prod(shape) + 2 * guard) * 4 for _, _, shape, guard, _ in self.layout(plan))
+
+    def unpack(self, plan: dict, blobs: list[bytearray], seeds: list[int]):
+        """Check the worker's buffers against the trusted side's knowledge:
+        sizes, guard bands untouched, inputs unchanged. Returns the outputs of
+        each trial and the inputs the judge built, or the rule broken."""
         import numpy as np
         import torch
-        from .worker import GUARD_BITS
-        names = sorted(plan["outputs"])
-        expected = self.output_bytes(plan, guard) * trials
-        if [len(b) for b in blobs] != expected:
-            raise ProtocolError(f"expected output buffers of {expected} bytes, got {[len(b) for b in blobs]}")
-        outputs: list[dict[str, torch.Tensor]] = []
-        for t in range(trials):
-            trial = {}
-            for i, name in enumerate(names):
-                raw = np.frombuffer(blobs[t * len(names) + i], dtype=np.int32)
-                if guard and not (np.all(raw[:guard] == GUARD_BITS) and np.all(raw[-guard:] == GUARD_BITS)):
-                    return None, f"rule: solve wrote outside the output tensor {name!r} (its guard band changed)"
-                body = raw[guard:len(raw) - guard].view(np.float32).reshape(plan["outputs"][name]["shape"])
-                trial[name] = torch.from_numpy(body.copy()).to(self.device)
-            outputs.append(trial)
-        return outputs, None
+        layout = self.layout(plan)
+        sizes = [(math.prod(shape) + 2 * guard) * 4 for _, _, shape, guard, _ in layout] * len(seeds)
+        if [len(b) for b in blobs] != sizes:
+            raise ProtocolError(f"expected buffers of {sizes} bytes, got {[len(b) for b in blobs]}")
+        outputs, inputs = [], []
+        for t, seed in enumerate(seeds):
+            made = case_data.make_inputs(plan, seed, self.device)
+            got = {}
+            for i, (kind, name, shape, guard, bits) in enumerate(layout):
+                raw = np.frombuffer(blobs[t * len(layout) + i], dtype=np.int32)
+                if not (np.all(raw[:guard] == bits) and np.all(raw[len(raw) - guard:] == bits)):
+                    where = "output" if kind == "out" else "input"
+                    return None, None, f"rule: solve wrote outside the {where} tensor {name!r} (its guard band changed)"
+                body = torch.from_numpy(raw[guard:len(raw) - guard].copy()).reshape(shape)
+                if kind == "in":
+                    if not torch.equal(body, made[name].cpu().view(torch.int32)):
+                        return None, None, f"rule: inputs must be unchanged, and solve modified {name!r}"
+                else:
+                    got[name] = body.view(torch.float32).to(self.device)
+            outputs.append(got)
+            inputs.append(made)
+        return outputs, inputs, None
 
-    def expected(self, plan: dict, seed: int) -> dict:
-        inputs = case_data.make_inputs(plan, seed, self.device)
-        return self.reference(inputs, need_fp32=self.policy.name == "leetgpu")
-
-    def compare(self, plan: dict, seeds: list[int], outputs: list[dict]) -> Comparison:
+    def compare(self, outputs: list[dict], inputs: list[dict]) -> Comparison:
         trials = []
-        for seed, got in zip(seeds, outputs):
-            expected = self.expected(plan, seed)
+        for got, made in zip(outputs, inputs):
+            expected = self.reference(made, need_fp32=self.policy.name == "leetgpu")
             for name in sorted(got):
                 trials.append(Trial(got=got[name], expected=expected[name]))
         return self.policy.compare(trials)
@@ -226,9 +242,8 @@ class _Run:
         assert self.worker is not None
         try:
             reply, blobs = self.worker.request(
-                {"op": "run", "plan": plan, "seeds": seeds},
-                self.time_left(self.limits.case_timeout_s),
-                max_blob_bytes=sum(self.output_bytes(plan, 1 << 16)) * len(seeds))
+                {"op": "run", "plan": plan, "seeds": seeds, "return_inputs": True},
+                self.time_left(self.limits.case_timeout_s), max_blob_bytes=self.reply_bytes(plan, len(seeds)))
         except WorkerDied as exc:
             result.status, result.message = "runtime_error", str(exc)
             self.worker_lost()
@@ -242,11 +257,11 @@ class _Run:
             if reply.get("status") != "ok":
                 result.status, result.message = _status(reply), str(reply.get("message", ""))[:4000]
             else:
-                outputs, rule = self.unpack(plan, blobs, int(reply.get("guard_elements", 0)), len(seeds))
+                outputs, inputs, rule = self.unpack(plan, blobs, seeds)
                 if rule:
                     result.status, result.message = "rejected", rule
                 else:
-                    self.fill(result, self.compare(plan, seeds, outputs))
+                    self.fill(result, self.compare(outputs, inputs))
         result.seconds = round(time.monotonic() - started, 3)
         return result
 
@@ -277,7 +292,7 @@ class _Run:
         try:
             reply, blobs = self.worker.request(
                 {"op": "time", "plan": plan, "seed": seed}, self.time_left(self.limits.case_timeout_s * 2),
-                max_blob_bytes=sum(self.output_bytes(plan, 1 << 16)))
+                max_blob_bytes=self.reply_bytes(plan, 1))
         except (WorkerDied, ProtocolError) as exc:
             failure.status, failure.message = "runtime_error", f"while timing: {exc}"
             self.worker_lost()
@@ -289,11 +304,11 @@ class _Run:
         if reply.get("status") != "ok":
             failure.status, failure.message = _status(reply), str(reply.get("message", ""))[:4000]
             return None, None, failure
-        outputs, rule = self.unpack(plan, blobs, int(reply.get("guard_elements", 0)), 1)
+        outputs, inputs, rule = self.unpack(plan, blobs, [seed])
         if rule:
             failure.status, failure.message = "rejected", rule
             return None, None, failure
-        cmp = self.compare(plan, [seed], outputs)
+        cmp = self.compare(outputs, inputs)
         if not cmp.passed:
             self.fill(failure, cmp)
             failure.message = "the output of the timed calls is wrong: " + failure.message
@@ -330,9 +345,11 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
         raise UsageError(f"policy {policy_name!r} is not allowed for {challenge.name} "
                          f"(allowed: {', '.join(challenge.tolerance.allowed_policies)})")
     device = choose_device(options.device)
-    if device == "cpu":
-        # The reference kernels must run under the interpreter too; Triton
+    import torch
+    if device == "cpu" and not torch.cuda.is_available():
+        # No GPU: the reference kernels run under the interpreter. Triton
         # decides when a kernel is defined, so this precedes their import.
+        # (With a GPU they stay compiled, and CPU-mode truth borrows it.)
         os.environ["TRITON_INTERPRET"] = "1"
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     clock = time.monotonic()
@@ -397,6 +414,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
         policy=run.policy.name, seed=run.seed, device=device, device_name=_device_name(device),
         versions=versions(), cases=results,
         latency_ms=timing.median_ms if timing else None, timing=timing, timing_note=timing_note,
+        sandbox=detect_sandbox().describe(),
         stdout=_join_capped(run.stdout, options.limits.output_cap_bytes),
         stderr=_join_capped(run.stderr, options.limits.output_cap_bytes),
         started_at=started_at, duration_s=round(time.monotonic() - clock, 3),

@@ -10,6 +10,7 @@ killed with its whole process group.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,6 +49,69 @@ class Limits(BaseModel):
     host_memory_bytes: int = Field(16 << 30, gt=0, description="host memory of a worker")
     gpu_memory_fraction: float = Field(0.5, gt=0, le=1, description="of the GPU, for a CUDA worker")
     output_cap_bytes: int = Field(64 << 10, gt=0, description="stdout and stderr kept, each")
+
+
+class Sandbox(BaseModel):
+    """What confines a worker beyond its scratch folder, as detected here."""
+
+    tool: str | None  # "bwrap", "unshare" or None
+    network: Literal["cut", "open"]
+    filesystem: Literal["read-only, private /tmp", "shared"]
+
+    def describe(self) -> str:
+        if self.tool is None:
+            return "no sandbox tool (bubblewrap or unshare) usable here: network and files are open"
+        return f"{self.tool}: network {self.network}, file system {self.filesystem}"
+
+
+def _runs(cmd: list[str]) -> bool:
+    try:
+        return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def detect_sandbox() -> Sandbox:
+    """bubblewrap if it works here (user namespaces or setuid), else
+    unshare for the network alone, else nothing; checked once per process."""
+    if os.environ.get("JUDGE_NO_SANDBOX"):
+        return Sandbox(tool=None, network="open", filesystem="shared")
+    bwrap = shutil.which("bwrap")
+    if bwrap and _runs([bwrap, "--die-with-parent", "--unshare-net", "--ro-bind", "/", "/", "--dev-bind",
+                        "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "true"]):
+        return Sandbox(tool="bwrap", network="cut", filesystem="read-only, private /tmp")
+    unshare = shutil.which("unshare")
+    if unshare and _runs(_unshare_prefix(unshare) + ["true"]):
+        return Sandbox(tool="unshare", network="cut", filesystem="shared")
+    return Sandbox(tool=None, network="open", filesystem="shared")
+
+
+def _unshare_prefix(unshare: str) -> list[str]:
+    return [unshare, "--net"] + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["--"]
+
+
+def _bwrap_prefix(scratch: Path, hidden: list[Path]) -> list[str]:
+    """Read-only root, private /tmp and network, /dev passed through for the
+    GPU; the scratch folder writable; the secret's and the submission's
+    folders hidden. What the worker needs from /tmp (a virtualenv, the judge
+    itself) comes back read-only."""
+    cmd = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
+           "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    needed = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent, JUDGE_ROOT}
+    needed |= {Path(p) for p in sys.path if p}
+    needed |= {Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    tmp_needed = sorted({p.resolve() for p in needed if p.exists() and str(p.resolve()).startswith("/tmp/")})
+    for path in tmp_needed:
+        if not any(parent in tmp_needed for parent in path.parents):
+            cmd += ["--ro-bind", str(path), str(path)]
+    for path in hidden:
+        path = path.resolve()
+        if path.is_dir() and path != Path("/") and not any(
+                keep == path or path in keep.parents for keep in [JUDGE_ROOT, *tmp_needed, Path(sys.prefix)]):
+            cmd += ["--tmpfs", str(path)]
+    return cmd + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
 
 
 class CappedStream:
@@ -79,9 +144,13 @@ class CappedStream:
         return out
 
 
-def describe_exit(returncode: int | None) -> str:
+def describe_exit(returncode: int | None, wrapped: bool = False) -> str:
+    """`wrapped`: the worker ran under a sandbox tool, which reports a signal
+    that killed its child as exit status 128 + the signal's number."""
     if returncode is None:
         return "the worker stopped answering"
+    if wrapped and 128 < returncode < 128 + 65:
+        returncode = 128 - returncode
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -95,10 +164,12 @@ def describe_exit(returncode: int | None) -> str:
 class WorkerProcess:
     """One worker child, serving requests for one submission."""
 
-    def __init__(self, submission: Path, device: str, limits: Limits):
+    def __init__(self, submission: Path, device: str, limits: Limits, hidden: list[Path] = ()):
         self.submission = Path(submission)
         self.device = device
         self.limits = limits
+        self.hidden = [Path(p) for p in hidden]
+        self.sandbox = detect_sandbox()
         self.scratch = Path(tempfile.mkdtemp(prefix="judge-worker-"))
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
@@ -131,6 +202,10 @@ class WorkerProcess:
         cmd = [sys.executable, "-m", "judge.worker", "--fd", str(child_sock.fileno())]
         cmd += ["--memory-limit", str(self.limits.host_memory_bytes),
                 "--memory-rlimit", "AS" if self.device == "cpu" else "DATA"]
+        if self.sandbox.tool == "bwrap":
+            cmd = _bwrap_prefix(self.scratch, self.hidden) + cmd
+        elif self.sandbox.tool == "unshare":
+            cmd = _unshare_prefix(shutil.which("unshare") or "unshare") + cmd
         self.proc = subprocess.Popen(
             cmd, cwd=self.scratch, env=self._env(), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(child_sock.fileno(),),
@@ -195,7 +270,7 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
                 code = self.proc.returncode
-            raise WorkerDied(describe_exit(code), code) from None
+            raise WorkerDied(describe_exit(code, wrapped=self.sandbox.tool is not None), code) from None
         except WorkerTimeout:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout_s:.0f} s; the worker was killed") from None

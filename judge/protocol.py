@@ -22,6 +22,13 @@ from .errors import ProtocolError, WorkerTimeout
 
 MAX_HEADER = 1 << 20  # 1 MiB of JSON is far more than any honest header
 
+# Layout of the tensors the worker hands to solve and sends back: each lives
+# inside a larger float32 buffer, between guard bands the judge checks.
+OUTPUT_GUARD = 4096  # elements before and after each output (16 KiB)
+INPUT_GUARD = 1 << 16  # elements before and after each input (256 KiB)
+GUARD_BITS = 0x7FC0DEAD  # a quiet NaN with a payload: the guard pattern around outputs
+POISON_BITS = 0x7FC00000  # the canonical NaN: outputs before each call, guards around inputs
+
 
 def send(sock: socket.socket, header: dict, blobs: list[bytes | memoryview] = ()) -> None:
     header = dict(header, blobs=[len(b) for b in blobs])

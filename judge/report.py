@@ -72,6 +72,7 @@ def _failure_details(console: Console, case: CaseResult) -> None:
 def render(result: GradeResult, console: Console | None = None) -> None:
     console = console or Console()
     console.print(f"[bold]{result.submission}[/] on {result.device_name}")
+    console.print(f"[dim]sandbox: {result.sandbox}[/]")
     # Narrow terminals get the table without notes; the failing case's
     # details follow it in full either way.
     console.print(case_table(result, notes=console.width >= 110))

@@ -20,33 +20,33 @@ import socket
 import sys
 import traceback
 
-GUARD_ELEMENTS = 4096  # 16 KiB of float32 before and after the output
-INPUT_GUARD_ELEMENTS = 1 << 16  # 256 KiB of NaN before and after every input
-GUARD_BITS = 0x7FC0DEAD  # a quiet NaN with a payload: the guard pattern around c
-POISON_BITS = 0x7FC00000  # the canonical NaN: c's interior before each call
+from judge.protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
 
 _launches = 0
 
 
-def _count_launches() -> None:
-    """Count Triton kernel launches (compiled or interpreted, autotuned or not)."""
-    from triton.runtime import jit
+def _hook_triton(guard) -> None:
+    """Count Triton kernel launches (compiled or interpreted, autotuned or
+    not), and exempt Triton's own machinery from the operator guard."""
+    from triton.runtime import autotuner, jit
 
-    def wrap(cls):
+    def wrap(cls, count: bool):
         original = cls.run
 
         def run(self, *args, **kwargs):
             global _launches
-            if not kwargs.get("warmup", False):
+            if count and not kwargs.get("warmup", False):
                 _launches += 1
-            return original(self, *args, **kwargs)
+            with guard.suspend():
+                return original(self, *args, **kwargs)
 
         cls.run = run
 
-    wrap(jit.JITFunction)
+    wrap(jit.JITFunction, count=True)
+    wrap(autotuner.Autotuner, count=False)
     try:
         from triton.runtime.interpreter import InterpretedFunction
-        wrap(InterpretedFunction)
+        wrap(InterpretedFunction, count=True)
     except ImportError:  # pragma: no cover - very old Triton
         pass
 
@@ -84,6 +84,7 @@ class Worker:
         self.sock = sock
         self.solve = None
         self.device = "cpu"
+        self.guard = None
 
     def reply(self, header: dict, blobs=()) -> None:
         from judge import protocol
@@ -119,7 +120,9 @@ class Worker:
         else:
             from judge import interpret
             interpret.install(emulate_tf32=msg.get("emulate_tf32", True))
-        _count_launches()
+        from judge.rules import Guard
+        self.guard = Guard()
+        _hook_triton(self.guard)
 
         path = msg["path"]
         source = open(path, encoding="utf-8", errors="replace").read()
@@ -171,69 +174,88 @@ class Worker:
 
     def _prepare(self, plan: dict, seed: int):
         """Inputs in NaN-guarded buffers (an out-of-bounds read sees NaN, on the
-        CPU as on the GPU) and a poisoned output between guard patterns."""
+        CPU as on the GPU) and a poisoned output between guard patterns.
+        Returns the call's arguments and the buffers to send back, by name."""
         import torch
         from judge.cases import make_inputs
         values = make_inputs(plan, seed, self.device)
-        args, outputs = [], {}
+        args, outputs, inputs = [], {}, {}
         for item in plan["call"]:
             if item["role"] == "dim":
                 args.append(int(item["value"]))
             elif item["role"] == "in":
-                _, view = self._guarded(values[item["name"]], POISON_BITS, INPUT_GUARD_ELEMENTS)
+                buf, view = self._guarded(values[item["name"]], POISON_BITS, INPUT_GUARD)
                 view.copy_(values[item["name"]])
+                inputs[item["name"]] = buf
                 args.append(view)
             else:
                 shape = plan["outputs"][item["name"]]["shape"]
-                buf, view = self._guarded(torch.empty(shape, device="meta"), GUARD_BITS, GUARD_ELEMENTS)
+                buf, view = self._guarded(torch.empty(shape, device="meta"), GUARD_BITS, OUTPUT_GUARD)
                 view.view(torch.int32).fill_(POISON_BITS)
                 outputs[item["name"]] = buf
                 args.append(view)
-        return args, outputs
+        return args, outputs, inputs
+
+    @staticmethod
+    def _bytes(buffers: dict) -> list:
+        return [memoryview(buffers[name].cpu().numpy()).cast("B") for name in sorted(buffers)]
 
     def _call(self, args) -> dict | None:
-        """Call solve once; None on success, else the failure to report."""
+        """Call solve once, under the rules; None on success, else the failure."""
         global _launches
         before = _launches
+        failure = None
         try:
-            self.solve(*args)
+            with self.guard.armed():
+                self.solve(*args)
             if self.device == "cuda":
                 import torch
                 torch.cuda.synchronize()
         except SystemExit as exc:
-            return {"status": "runtime_error", "message": f"solve called exit({exc.code!r})"}
+            failure = {"status": "runtime_error", "message": f"solve called exit({exc.code!r})"}
         except BaseException as exc:  # noqa: BLE001
-            return {"status": classify(exc), "message": _short_traceback(exc)}
+            failure = {"status": classify(exc), "message": _short_traceback(exc)}
+        if self.guard.violation:
+            return {"status": "rejected", "message": self.guard.violation}
+        if failure:
+            return failure
         if _launches == before:
             return {"status": "rejected",
                     "message": "rule: solve must launch at least one Triton kernel, and it launched none"}
         return None
 
     def run(self, msg: dict) -> None:
+        """Each trial's output buffers, then (when asked, for the judge to check
+        they are unchanged) its input buffers, all with their guard bands."""
         blobs = []
         for seed in msg["seeds"]:
-            args, outputs = self._prepare(msg["plan"], seed)
+            args, outputs, inputs = self._prepare(msg["plan"], seed)
             failure = self._call(args)
             if failure:
                 return self.reply(failure)
-            for name in sorted(outputs):
-                blobs.append(memoryview(outputs[name].cpu().numpy()).cast("B"))
-        self.reply({"status": "ok", "guard_elements": GUARD_ELEMENTS}, blobs)
+            blobs += self._bytes(outputs)
+            if msg.get("return_inputs"):
+                blobs += self._bytes(inputs)
+        self.reply({"status": "ok"}, blobs)
 
     # --- time ------------------------------------------------------------------
 
     def time(self, msg: dict) -> None:
         from judge import timing
-        args, outputs = self._prepare(msg["plan"], msg["seed"])
+        args, outputs, inputs = self._prepare(msg["plan"], msg["seed"])
         failure = self._call(args)  # warm-up call: compilation and autotuning
         if failure:
             return self.reply(failure)
         try:
-            result = timing.measure(lambda: self.solve(*args), **msg.get("options", {}))
+            with self.guard.armed():
+                result = timing.measure(lambda: self.solve(*args), **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
+            if self.guard.violation:
+                return self.reply({"status": "rejected", "message": self.guard.violation})
             return self.reply({"status": classify(exc), "message": _short_traceback(exc)})
-        blobs = [memoryview(outputs[name].cpu().numpy()).cast("B") for name in sorted(outputs)]
-        self.reply({"status": "ok", "timing": result, "guard_elements": GUARD_ELEMENTS}, blobs)
+        if self.guard.violation:
+            return self.reply({"status": "rejected", "message": self.guard.violation})
+        self.reply({"status": "ok", "timing": result}, self._bytes(outputs) + self._bytes(inputs))
 
 
 def main(argv: list[str] | None = None) -> None:

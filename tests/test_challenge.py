@@ -289,17 +289,32 @@ def _constraints_missing_a_dim(d):
     del d["constraints"]["K"]
 
 
-@pytest.mark.parametrize("tweak", [
-    _dim_too_big, _dim_zero, _dim_missing, _duplicate_name, _duplicate_with_example, _values_wrong_shape,
-    _values_ragged, _unknown_kind, _uniform_equal_bounds, _uniform_reversed,
-    _missing_distribution_for_an_input, _no_distribution_at_all, _distribution_for_unknown_input,
-    _identity_not_square, _unknown_field, _constraints_missing_a_dim,
-], ids=lambda f: f.__name__.strip("_"))
-def test_invalid_definitions_are_refused(tweak):
+INVALID = [
+    (_dim_too_big, "K=8193 is outside"),
+    (_dim_zero, "M=0 is outside"),
+    (_dim_missing, "dims must give exactly"),
+    (_duplicate_name, "duplicate case names"),
+    (_duplicate_with_example, "duplicate case names"),
+    (_values_wrong_shape, "values for 'a' are not"),
+    (_values_ragged, "values for 'b' are not"),
+    (_unknown_kind, "cauchy"),
+    (_uniform_equal_bounds, "low < high"),
+    (_uniform_reversed, "low < high"),
+    (_missing_distribution_for_an_input, "no distribution for input 'b'"),
+    (_no_distribution_at_all, "no distribution for input"),
+    (_distribution_for_unknown_input, "unknown inputs"),
+    (_identity_not_square, "must be square"),
+    (_unknown_field, "Extra inputs"),
+    (_constraints_missing_a_dim, "constraints must cover"),
+]
+
+
+@pytest.mark.parametrize("tweak, match", INVALID, ids=[f.__name__.strip("_") for f, _ in INVALID])
+def test_invalid_definitions_are_refused(tweak, match):
     data = _raw()
     challenges.Challenge.model_validate(copy.deepcopy(data))  # the untouched file is valid
     tweak(data)
-    with pytest.raises(pydantic.ValidationError):
+    with pytest.raises(pydantic.ValidationError, match=match):
         challenges.Challenge.model_validate(data)
 
 

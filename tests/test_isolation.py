@@ -8,14 +8,15 @@ import socket
 import struct
 import time
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from judge import protocol
 from judge.errors import ProtocolError, WorkerTimeout
 from judge.grader import GradeOptions, grade
-from judge.isolation import Limits
-from tests.helpers import FIXTURES
+from judge.isolation import Limits, detect_sandbox
+from tests.helpers import FIXTURES, HAS_CUDA
 
 with (FIXTURES / "expected.toml").open("rb") as fh:
     EXPECTED = {k: v["verdict"] for k, v in tomllib.load(fh).items()}
@@ -23,8 +24,12 @@ with (FIXTURES / "expected.toml").open("rb") as fh:
 LIMITS = Limits(case_timeout_s=30, total_timeout_s=300)
 
 
+SHORT = Limits(case_timeout_s=5, total_timeout_s=60)  # for the fixtures that hang on purpose
+HANGS = {"kernel_hang.py"}
+
+
 def _grade(name: str, **kw):
-    return grade(FIXTURES / name, GradeOptions(device="cpu", seed=7, limits=LIMITS,
+    return grade(FIXTURES / name, GradeOptions(device="cpu", seed=7, limits=SHORT if name in HANGS else LIMITS,
                                                stop_on_wrong_answer=True, **kw))
 
 
@@ -48,6 +53,41 @@ def test_fixture_verdict(name, monkeypatch):
         assert "submission.py" in result.stdout  # it runs on a copy, in a scratch folder
     if name == "writes_past_output.py":
         assert "outside the output" in result.message
+    if name == "modifies_input.py":
+        assert "inputs must be unchanged" in result.message
+    if EXPECTED[name] == "rejected":
+        assert "rule:" in result.message
+
+
+def test_sandbox_confines_the_worker(tmp_path):
+    """Reads, writes and connections from the worker, against what the
+    detected sandbox promises; the result says which sandbox was used."""
+    canary = Path("/tmp/judge-sandbox-canary")
+    escape = Path("/tmp/judge-sandbox-escape")
+    canary.write_text("canary")
+    escape.unlink(missing_ok=True)
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 47321))
+    listener.listen(4)
+    try:
+        result = _grade("reads_outside.py")
+    finally:
+        listener.close()
+    sandbox = detect_sandbox()
+    assert result.sandbox == sandbox.describe()
+    line = next(l for l in result.stdout.splitlines() if l.startswith("SANDBOX"))
+    seen = dict(item.split("=") for item in line.split()[1:])
+    if sandbox.network == "cut":
+        assert seen["net"] in ("refused", "denied")  # the judge's loopback is not the worker's
+    else:
+        assert seen["net"] == "ok"
+    if sandbox.tool == "bwrap":
+        assert seen["read"] == "denied"
+        assert not escape.exists()  # what it wrote stayed in its private /tmp
+    else:
+        assert seen["read"] == "ok"
+    escape.unlink(missing_ok=True)
 
 
 def test_judge_fault_is_internal_error_not_a_crash(monkeypatch):
@@ -117,3 +157,32 @@ def test_protocol_deadline_and_eof():
     a.close()
     with pytest.raises(EOFError):
         protocol.recv(b, deadline=time.monotonic() + 5)
+
+
+# --- on the GPU ----------------------------------------------------------------
+
+GPU_FIXTURES = FIXTURES / "gpu"
+with (GPU_FIXTURES / "expected.toml").open("rb") as fh:
+    GPU_EXPECTED = {k: v["verdict"] for k, v in tomllib.load(fh).items()}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("name", sorted(GPU_EXPECTED))
+def test_gpu_fixture_verdict(name):
+    limits = SHORT if name in HANGS else LIMITS
+    result = grade(GPU_FIXTURES / name, GradeOptions(device="cuda", seed=7, limits=limits,
+                                                     stop_on_wrong_answer=True))
+    assert result.verdict.value == GPU_EXPECTED[name], (result.message, [(c.name, c.status) for c in result.cases])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+def test_gpu_context_dies_with_the_worker():
+    """An illegal address poisons a CUDA context for good; the next
+    submission, in a fresh worker, runs clean."""
+    bad = grade(GPU_FIXTURES / "illegal_address.py", GradeOptions(device="cuda", seed=7, limits=LIMITS))
+    assert bad.verdict.value == "runtime_error"
+    good = grade(FIXTURES.parent.parent / "submissions" / "correct" / "grid_2d.py",
+                 GradeOptions(device="cuda", seed=7, limits=LIMITS, time=False))
+    assert good.verdict.value == "accepted"

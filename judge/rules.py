@@ -1,0 +1,205 @@
+"""The challenge rules, enforced inside the worker while solve runs.
+
+* No torch compute that does the job: every aten operator dispatched during
+  solve is checked against a small allowlist (allocation, views, fill/zero,
+  copies on one device). torch.matmul, torch.mm fetched with getattr, the @
+  operator, einsum, F.linear, tensordot and the rest all reach the dispatcher
+  as compute operators (mm, bmm, addmm, ...) however they are spelled.
+* No host round trip of the data: .cpu(), .numpy(), .tolist(), .item() and
+  copies between devices.
+Triton's own launches are exempt (its interpreter copies tensors around).
+
+This runs in the untrusted process, so a determined submission can disarm
+it. The guard follows threads started during solve, and trips when its mode
+is popped or switched off through torch's Python helpers or its patches are
+undone; a submission that digs the guard object out of memory to flip its
+state is beyond it. Correctness never depends on it: the judge checks every
+output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+ALLOWED_OPS = frozenset({
+    # allocation
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor",
+    "arange", "lift_fresh", "lift_fresh_copy", "resize_",
+    # fill
+    "fill_", "zero_", "fill",
+    # views and metadata
+    "view", "_unsafe_view", "reshape", "as_strided", "slice", "select", "t", "transpose", "permute",
+    "expand", "unsqueeze", "squeeze", "alias", "detach", "split", "split_with_sizes", "chunk",
+    "narrow", "flatten", "unflatten", "view_as", "unbind", "_reshape_alias", "contiguous",
+    "is_contiguous", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "record_stream",
+    # copies (same device: checked below)
+    "copy_", "clone", "_to_copy",
+})
+TRANSFER_OPS = frozenset({"copy_", "_to_copy"})
+HOST_METHODS = ("cpu", "numpy", "tolist", "item", "__array__")
+# Ways to switch the dispatcher's modes off from Python; their use while solve
+# runs is itself a violation.
+MODE_SWITCHES = (("torch._C", "_DisableTorchDispatch"),
+                 ("torch.utils._python_dispatch", "_disable_current_modes"),
+                 ("torch.utils._python_dispatch", "_pop_mode"),
+                 ("torch.utils._python_dispatch", "_pop_mode_temporarily"))
+
+
+class RuleViolation(Exception):
+    """Raised inside solve when it breaks a rule (solve may swallow it; the
+    guard remembers the first violation either way)."""
+
+
+def _device_of(x):
+    return getattr(x, "device", None)
+
+
+class Guard:
+    """Arms the rules around one call of solve; `violation` says what broke."""
+
+    def __init__(self):
+        self.violation: str | None = None
+        self.suspended = 0
+        self._mode = None
+        self._originals: dict[str, object] = {}
+
+    def flag(self, what: str) -> None:
+        if self.violation is None:
+            self.violation = what
+        raise RuleViolation(what)
+
+    # --- dispatcher ------------------------------------------------------------
+
+    def _make_mode(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+        guard = self
+
+        class OpGuard(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if not guard.suspended:
+                    guard.check_op(func, args, kwargs)
+                return func(*args, **kwargs)
+
+        return OpGuard()
+
+    def check_op(self, func, args, kwargs) -> None:
+        name = func.overloadpacket.__name__
+        if name == "_local_scalar_dense":
+            self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) in solve")
+        if name not in ALLOWED_OPS:
+            self.flag(f"rule: no torch compute in solve: aten.{name} was called "
+                      f"({func}); write the computation as a Triton kernel")
+        if name in TRANSFER_OPS:
+            src = _device_of(args[1]) if name == "copy_" and len(args) > 1 else _device_of(args[0]) if args else None
+            dst = _device_of(args[0]) if name == "copy_" else kwargs.get("device") or src
+            if src is not None and dst is not None and str(src) != str(dst):
+                self.flag(f"rule: no host round trip of the data: a copy from {src} to {dst} in solve")
+
+    # --- Python-level methods (CPU tensors reach the host without dispatch) ---
+
+    def _patch_host_methods(self) -> None:
+        import torch
+        guard = self
+        for method in HOST_METHODS:
+            original = getattr(torch.Tensor, method)
+            self._originals[method] = original
+
+            def wrapper(tensor, *args, _method=method, _original=original, **kwargs):
+                if not guard.suspended:
+                    guard.flag(f"rule: no host round trip of the data: Tensor.{_method}() in solve")
+                return _original(tensor, *args, **kwargs)
+
+            setattr(torch.Tensor, method, wrapper)
+
+    def _unpatch_host_methods(self) -> bool:
+        import torch
+        intact = True
+        for method, original in self._originals.items():
+            current = torch.Tensor.__dict__.get(method)
+            intact &= current is not None and getattr(current, "__name__", "") == "wrapper"
+            setattr(torch.Tensor, method, original)
+        self._originals.clear()
+        return intact
+
+    # --- the guard's own integrity --------------------------------------------
+
+    def _patch_switches(self) -> None:
+        import importlib
+        guard = self
+        self._switches = []
+        for module_name, attr in MODE_SWITCHES:
+            module = importlib.import_module(module_name)
+            original = getattr(module, attr, None)
+            if original is None:
+                continue
+
+            def tripwire(*args, _original=original, _attr=attr, **kwargs):
+                if not guard.suspended and guard.violation is None:
+                    guard.violation = (f"rule: solve tampered with the judge's operator guard "
+                                       f"(it called {_attr})")
+                return _original(*args, **kwargs)
+
+            setattr(module, attr, tripwire)
+            self._switches.append((module, attr, original))
+
+    def _unpatch_switches(self) -> None:
+        for module, attr, original in self._switches:
+            setattr(module, attr, original)
+        self._switches = []
+
+    def _patch_threads(self) -> None:
+        """Threads started during solve run under a guard of their own (the
+        dispatcher's modes are per thread)."""
+        import threading
+        guard = self
+        original_start = threading.Thread.start
+        self._thread_start = original_start
+
+        def start(thread, *args, **kwargs):
+            run = thread.run
+
+            def guarded_run():
+                with guard._make_mode():
+                    run()
+
+            thread.run = guarded_run
+            return original_start(thread, *args, **kwargs)
+
+        threading.Thread.start = start
+
+    def _unpatch_threads(self) -> None:
+        import threading
+        threading.Thread.start = self._thread_start
+
+    @contextlib.contextmanager
+    def suspend(self):
+        """Triton's own machinery (launches, autotuning) runs unchecked."""
+        self.suspended += 1
+        try:
+            yield
+        finally:
+            self.suspended -= 1
+
+    @contextlib.contextmanager
+    def armed(self):
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        self.violation = None
+        self._mode = self._make_mode()
+        self._patch_host_methods()
+        self._patch_threads()
+        self._mode.__enter__()
+        self._patch_switches()
+        try:
+            yield self
+        finally:
+            self._unpatch_switches()
+            self._unpatch_threads()
+            top = _get_current_dispatch_mode()
+            if top is self._mode:
+                self._mode.__exit__(None, None, None)
+            elif self.violation is None:
+                self.violation = "rule: solve tampered with the judge's operator guard (its dispatch mode was removed)"
+            if not self._unpatch_host_methods() and self.violation is None:
+                self.violation = "rule: solve tampered with the judge's operator guard (tensor methods replaced)"
