@@ -1,10 +1,12 @@
-"""Grade every example submission on the GPU and record the results.
+"""Grade every example submission, and the GPU-only boundary fixtures, on the
+GPU and record the results.
 
     python bench/gpu_examples.py --out DIR [--only PATTERN]
 
 Writes DIR/gpu_examples.json (verdicts, per-case statuses, latency, device,
 versions) and DIR/gpu_examples.md (a table), and compares each verdict with
-submissions/expected.toml; exits 1 if any differs.
+submissions/expected.toml and tests/fixtures/gpu/expected.toml; exits 1 if
+any differs. Paths in the results are relative to the repository.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from judge.grader import GradeOptions, grade  # noqa: E402
+from judge.isolation import Limits  # noqa: E402
 
 
 def main() -> int:
@@ -29,14 +32,20 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
-    with (ROOT / "submissions" / "expected.toml").open("rb") as fh:
-        expected = {k: v["verdict"] for k, v in tomllib.load(fh).items()}
+    # Example submissions, then the GPU-only fixtures of the boundary tests.
+    expected = {}
+    for folder in (ROOT / "submissions", ROOT / "tests" / "fixtures" / "gpu"):
+        with (folder / "expected.toml").open("rb") as fh:
+            expected.update({(folder / k).relative_to(ROOT).as_posix(): v["verdict"]
+                             for k, v in tomllib.load(fh).items()})
     rows, records, mismatched = [], [], 0
-    for path, wanted in sorted(expected.items()):
+    for path, wanted in expected.items():
         if ns.only not in path:
             continue
         t0 = time.monotonic()
-        result = grade(ROOT / "submissions" / path, GradeOptions(device="cuda", seed=ns.seed))
+        # The hanging fixtures get a short case limit; the examples, the defaults.
+        limits = Limits(case_timeout_s=10) if "hang" in path or "infinite" in path else Limits()
+        result = grade(ROOT / path, GradeOptions(device="cuda", seed=ns.seed, limits=limits))
         wall = time.monotonic() - t0
         ok = result.verdict.value == wanted
         mismatched += not ok
@@ -56,8 +65,9 @@ def main() -> int:
     head = records[0] if records else {}
     md = [f"# Example submissions graded on the GPU", "",
           f"- date: {head.get('started_at')}", f"- device: {head.get('device_name')}",
-          f"- versions: {head.get('versions')}", f"- seed: {ns.seed}, policy fp32", "",
-          "| submission | expected | verdict | match | latency ms | TFLOPS | wall s | first failing case |",
+          f"- versions: {head.get('versions')}", f"- seed: {ns.seed}, policy fp32",
+          f"- sandbox: {head.get('sandbox')}", "",
+          "| file | expected | verdict | match | latency ms | TFLOPS | wall s | first failing case |",
           "|---|---|---|---|---|---|---|---|", *rows]
     (ns.out / "gpu_examples.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))

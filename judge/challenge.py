@@ -156,6 +156,7 @@ class Challenge(_Strict):
     accumulation_dim: str | None = None  # the dimension summed over, for error bounds
     flops: str  # expression over the dimensions, e.g. "2*M*N*K"
     reference: str  # "module:function" returning the expected outputs
+    baselines: str | None = None  # "module:function" returning named calls to time on the performance case
     tolerance: Tolerance = Tolerance()
     cpu_limits: CpuLimits = CpuLimits()
     example: Case

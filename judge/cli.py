@@ -92,17 +92,23 @@ def init(name, path):
                    "leetgpu: LeetGPU's 1e-4 rule against torch's float32 product. tf32: also accepts TF32.")
 @click.option("--stop-on-wrong-answer", is_flag=True, help="Stop at the first wrong case instead of running all.")
 @click.option("--no-timing", is_flag=True, help="Skip the latency measurement on GPU.")
+@click.option("--scoring", "scoring_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Scoring policy (TOML or JSON): correctness_points, performance_points, floor, target. "
+                   "Default: 40 + 60 points, log scale from the reference's TF32 latency to cuBLAS TF32's.")
+@click.option("--refresh-baselines", is_flag=True,
+              help="Re-measure the cuBLAS and reference baselines instead of using the cached ones.")
 @click.option("--case-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per case (default 60).")
 @click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for the whole submission (default 900).")
 def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_answer, no_timing,
-           case_timeout, total_timeout):
+           scoring_file, refresh_baselines, case_timeout, total_timeout):
     """Grade the submission file PATH.
 
     Exit status: 0 accepted, 1 any other verdict, 2 usage error."""
     from .grader import GradeOptions, grade
     from .isolation import Limits
+    from .scoring import load_policy
 
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
@@ -114,6 +120,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     try:
         options = GradeOptions(challenge=challenge_name, device=device, policy=policy, seed=seed,
                                stop_on_wrong_answer=stop_on_wrong_answer, time=not no_timing,
+                               refresh_baselines=refresh_baselines, scoring=load_policy(scoring_file),
                                limits=Limits(**limits))
     except ValidationError as exc:
         raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None

@@ -9,6 +9,7 @@ the guard bands around the output, and hands both to the comparison policy.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import math
 import os
 import platform
@@ -20,12 +21,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import baselines as baselines_mod
 from . import cases as case_data
+from . import gpuinfo
 from .challenge import Challenge, Case
 from .compare import Comparison, Mismatch, Trial, get_policy
 from .errors import ProtocolError, UsageError, WorkerDied, WorkerTimeout
 from .isolation import Limits, WorkerProcess, detect_sandbox
 from .protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
+from .scoring import Score, ScoringPolicy
+from .scoring import score as compute_score
 from .verdicts import Verdict, overall
 
 CaseStatus = Literal["accepted", "wrong_answer", "runtime_error", "time_limit_exceeded",
@@ -52,14 +57,30 @@ class CaseResult(BaseModel):
     seconds: float = 0.0
 
 
+TIMED_SETS = 3  # input sets rotated while timing
+
+
 class Timing(BaseModel):
     median_ms: float
     mean_ms: float
     min_ms: float
     sem_ms: float
     reps: int
+    sets: int
     l2_flush_bytes: int
     tflops: float
+    gpu_before: dict
+    gpu_after: dict
+    throttle_warning: str | None
+
+
+class Performance(BaseModel):
+    """The submission against the baselines measured on the same GPU and shape."""
+
+    baselines_ms: dict[str, float]
+    baselines_source: str
+    percent_of: dict[str, float]  # 100 × baseline latency / submission latency
+    speedup_over: dict[str, float]  # baseline latency / submission latency
 
 
 class GradeOptions(BaseModel):
@@ -71,6 +92,8 @@ class GradeOptions(BaseModel):
     seed: int | None = None
     stop_on_wrong_answer: bool = False
     time: bool = True
+    refresh_baselines: bool = False
+    scoring: ScoringPolicy = Field(default_factory=ScoringPolicy)
     limits: Limits = Field(default_factory=Limits)
 
 
@@ -88,6 +111,8 @@ class GradeResult(BaseModel):
     latency_ms: float | None
     timing: Timing | None
     timing_note: str | None
+    performance: Performance | None
+    score: Score
     sandbox: str
     stdout: str
     stderr: str
@@ -282,47 +307,106 @@ class _Run:
 
     # --- timing --------------------------------------------------------------
 
-    def time_performance(self, case: Case) -> tuple[Timing | None, str | None, CaseResult | None]:
-        """Latency of the performance case; its timed output is checked too."""
+    def time_performance(self, case: Case) -> tuple[Timing | None, CaseResult | None]:
+        """Latency of the performance case over TIMED_SETS input sets. Every
+        set's final output is checked in full, and every timed call's output
+        summary against it: a call that skipped or changed its work is caught."""
         plan = case_data.input_plan(self.challenge, case)
-        seed = case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, 1000)
+        seeds = [case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, 1000 + i)
+                 for i in range(TIMED_SETS)]
         assert self.worker is not None
         failure = CaseResult(name=f"{case.name} (timed)", kind="performance",
                              shape=self.challenge.shape_label(case), dims=dict(case.dims), status="not_run")
+        before = gpuinfo.snapshot()
+        asked = time.monotonic()
         try:
             reply, blobs = self.worker.request(
-                {"op": "time", "plan": plan, "seed": seed}, self.time_left(self.limits.case_timeout_s * 2),
-                max_blob_bytes=self.reply_bytes(plan, 1))
+                {"op": "time", "plan": plan, "seeds": seeds}, self.time_left(self.limits.case_timeout_s * 2),
+                max_blob_bytes=self.reply_bytes(plan, len(seeds)))
         except (WorkerDied, ProtocolError) as exc:
             failure.status, failure.message = "runtime_error", f"while timing: {exc}"
             self.worker_lost()
-            return None, None, failure
+            return None, failure
         except WorkerTimeout as exc:
             failure.status, failure.message = "time_limit_exceeded", f"while timing: {exc}"
             self.worker_lost()
-            return None, None, failure
+            return None, failure
+        wall_s = time.monotonic() - asked
+        after = gpuinfo.snapshot()
         if reply.get("status") != "ok":
             failure.status, failure.message = _status(reply), str(reply.get("message", ""))[:4000]
-            return None, None, failure
-        outputs, inputs, rule = self.unpack(plan, blobs, [seed])
+            return None, failure
+        outputs, inputs, rule = self.unpack(plan, blobs, seeds)
         if rule:
             failure.status, failure.message = "rejected", rule
-            return None, None, failure
-        cmp = self.compare(outputs, inputs)
-        if not cmp.passed:
-            self.fill(failure, cmp)
-            failure.message = "the output of the timed calls is wrong: " + failure.message
-            return None, None, failure
+            return None, failure
+        for i, (got, made) in enumerate(zip(outputs, inputs)):
+            cmp = self.compare([got], [made])
+            if not cmp.passed:
+                self.fill(failure, cmp)
+                failure.message = f"the output of the timed calls on input set {i} is wrong: {cmp.message}"
+                return None, failure
         raw = reply.get("timing", {})
         try:
+            stale = _stale_calls(raw["checks"], outputs)
             median = float(raw["median_ms"])
             timing = Timing(**{k: raw[k] for k in ("median_ms", "mean_ms", "min_ms", "sem_ms", "reps",
-                                                    "l2_flush_bytes")},
-                            tflops=self.challenge.flop_count(case) / (median * 1e-3) / 1e12)
+                                                    "l2_flush_bytes", "sets")},
+                            tflops=self.challenge.flop_count(case) / (median * 1e-3) / 1e12,
+                            gpu_before=before, gpu_after=after,
+                            throttle_warning=gpuinfo.throttle_warning(before, after))
         except (KeyError, TypeError, ValueError) as exc:
             failure.status, failure.message = "runtime_error", f"malformed timing from the worker: {exc}"
-            return None, None, failure
-        return timing, None, None
+            return None, failure
+        if stale:
+            failure.status = "wrong_answer"
+            failure.message = (f"{len(stale)} of {timing.reps} timed calls left an output unlike their input "
+                               f"set's checked result (first: call {stale[0]}): work skipped or changed")
+            return None, failure
+        # The timed calls happened inside this request: their total cannot
+        # exceed its wall time. (A worker that under-reports is beyond this
+        # check; the timing runs in the untrusted process.)
+        if median <= 0 or timing.mean_ms * timing.reps / 1000 > wall_s * 1.05 + 0.05:
+            failure.status = "rejected"
+            failure.message = (f"rule: the reported timing ({timing.reps} calls of {timing.mean_ms:.3f} ms on "
+                               f"average) does not fit in the {wall_s:.2f} s the request took")
+            return None, failure
+        return timing, None
+
+    def baselines(self, case: Case) -> tuple[dict[str, dict] | None, str | None]:
+        """Library and reference latencies on the timed shape (set 0's data)."""
+        if not self.challenge.baselines:
+            return None, None
+        gpu = gpuinfo.snapshot()
+        if not gpu.get("available"):
+            import torch
+            gpu = {"name": torch.cuda.get_device_name(), "driver": "unknown"}
+        key = baselines_mod.cache_key(self.challenge.name, self.challenge.shape_label(case), gpu, versions())
+        plan = case_data.input_plan(self.challenge, case)
+        seed = case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, 1000)
+        module, _, attr = self.challenge.baselines.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+        measured, cached = baselines_mod.get(
+            key, lambda: factory(case_data.make_inputs(plan, seed, self.device)),
+            refresh=self.options.refresh_baselines)
+        return measured, ("cached" if cached else "measured now")
+
+
+def _stale_calls(checks: list, outputs: list[dict]) -> list[int]:
+    """Timed calls whose output summary (sum, sum of magnitudes) differs from
+    their input set's verified final output beyond reordering noise."""
+    finals = []
+    for got in outputs:
+        out = next(iter(got.values())).double()
+        finals.append((float(out.sum()), float(out.abs().sum())))
+    stale = []
+    for n, (i, total, magnitude) in enumerate(checks):
+        ref_total, ref_magnitude = finals[int(i)]
+        tol = 1e-4 * ref_magnitude + 1e-30
+        if not (math.isfinite(total) and math.isfinite(magnitude)) or abs(total - ref_total) > tol \
+                or abs(magnitude - ref_magnitude) > tol:
+            stale.append(n)
+    return stale
 
 
 def _status(reply: dict) -> str:
@@ -358,6 +442,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
     results: list[CaseResult] = []
     timing: Timing | None = None
     timing_note: str | None = None
+    performance: Performance | None = None
     load_message = ""
     ordered = [(challenge.example, "example")] + [(c, "functional") for c in challenge.functional] \
         + [(challenge.performance, "performance")]
@@ -397,9 +482,11 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
                     if restart:
                         results.append(_unrun(challenge, challenge.performance, "performance", *restart))
                 if run.worker is not None:
-                    timing, timing_note, failure = run.time_performance(challenge.performance)
+                    timing, failure = run.time_performance(challenge.performance)
                     if failure:
                         results.append(failure)
+                    elif timing is not None:
+                        performance = _performance(run, challenge.performance, timing)
                 verdict = _verdict(results)
     except Exception:  # noqa: BLE001 - a judge fault must still yield a result
         verdict = Verdict.INTERNAL_ERROR
@@ -414,11 +501,24 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
         policy=run.policy.name, seed=run.seed, device=device, device_name=_device_name(device),
         versions=versions(), cases=results,
         latency_ms=timing.median_ms if timing else None, timing=timing, timing_note=timing_note,
+        performance=performance,
+        score=compute_score(options.scoring, verdict is Verdict.ACCEPTED, timing.median_ms if timing else None,
+                            performance.baselines_ms if performance else None),
         sandbox=detect_sandbox().describe(),
         stdout=_join_capped(run.stdout, options.limits.output_cap_bytes),
         stderr=_join_capped(run.stderr, options.limits.output_cap_bytes),
         started_at=started_at, duration_s=round(time.monotonic() - clock, 3),
     )
+
+
+def _performance(run: "_Run", case: Case, timing: Timing) -> Performance | None:
+    measured, source = run.baselines(case)
+    if not measured:
+        return None
+    ms = {name: float(stats["median_ms"]) for name, stats in measured.items()}
+    return Performance(baselines_ms=ms, baselines_source=source,
+                       percent_of={k: 100 * v / timing.median_ms for k, v in ms.items()},
+                       speedup_over={k: v / timing.median_ms for k, v in ms.items()})
 
 
 def _join_capped(parts: list[str], cap: int) -> str:

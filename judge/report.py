@@ -42,7 +42,7 @@ def _note(case: CaseResult) -> str:
 def case_table(result: GradeResult, notes: bool = True) -> Table:
     table = Table(title=f"{result.challenge} · policy {result.policy} · seed {result.seed}",
                   title_justify="left", expand=False, pad_edge=False, box=box.SIMPLE_HEAD)
-    table.add_column("case", no_wrap=True)
+    table.add_column("case", no_wrap=True, max_width=24, overflow="ellipsis")
     table.add_column("M×N×K", justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     table.add_column("max err", justify="right", no_wrap=True)
@@ -97,11 +97,26 @@ def render(result: GradeResult, console: Console | None = None) -> None:
     console.print(line)
     if result.timing:
         t = result.timing
-        console.print(f"Latency: [bold]{t.median_ms:.3f} ms[/] median of {t.reps} "
+        console.print(f"Latency: [bold]{t.median_ms:.3f} ms[/] median of {t.reps} calls over {t.sets} input sets "
                       f"(min {t.min_ms:.3f}, mean {t.mean_ms:.3f}, ±{t.sem_ms:.3f} s.e.) · "
-                      f"{t.tflops:.1f} TFLOPS")
+                      f"[bold]{t.tflops:.1f} TFLOPS[/]")
+        gpu = t.gpu_after
+        if gpu.get("available"):
+            console.print(f"[dim]GPU {gpu['name']}, driver {gpu['driver']}: SM {gpu['sm_clock_mhz']} MHz "
+                          f"(max {gpu['max_sm_clock_mhz']}), memory {gpu['memory_clock_mhz']} MHz, "
+                          f"{gpu['temperature_c']} °C, {gpu['power_w']:.0f} W[/]")
+        if t.throttle_warning:
+            console.print(f"[bold yellow]warning:[/] {t.throttle_warning}")
     elif result.timing_note:
         console.print(f"[dim]{result.timing_note}[/]")
+    if result.performance:
+        p = result.performance
+        parts = [f"{p.percent_of[k]:.0f}% of {k} ({p.baselines_ms[k]:.3f} ms)" for k in sorted(p.baselines_ms)]
+        console.print(f"Against baselines ({p.baselines_source}): " + ", ".join(parts))
+    s = result.score
+    perf = "–" if s.performance is None else f"{s.performance:.1f}"
+    console.print(f"Score: [bold]{s.total:.1f}[/] / {s.maximum:g} (correctness {s.correctness:g}, "
+                  f"performance {perf}) — {s.note}")
 
 
 def _shorten_block(text: str, lines: int = 20, width: int = 200) -> str:

@@ -1,53 +1,87 @@
-"""Latency of solve on the GPU. Runs inside the worker.
+"""Latency on the GPU: one method, used for submissions (in the worker) and
+for the baselines (in the judge).
 
-Each timed call is preceded by a write of twice the L2 size, so no call
-finds its inputs in cache, and is bracketed by CUDA events; the device is
-synchronised after every call so that work left on other streams finishes
-before the next one starts. Repeats continue until the standard error of the
-mean is within `target_sem` of the median, or the time budget is spent.
+* Warm-up outside the timed region: each input set is run before timing
+  starts, so JIT compilation and @triton.autotune runs are not counted.
+* Before every timed call, a write of twice the device's L2 (read from the
+  device), so no call finds its operands in cache.
+* CUDA events around each call; the end event waits for every stream the
+  call launched on, so work sent to a side stream is counted.
+* At least three input sets, rotated; each output is poisoned before its
+  call and summarised after it (sum and sum of magnitudes, outside the timed
+  region), so the judge can tell a call that skipped its work.
+* Adaptive repeats: at least `min_reps`, then until the standard error of
+  the mean is within `target_sem` of the median or `budget_s` is spent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
+from typing import Callable, Sequence
+
+POISON = float("nan")
 
 
-def measure(fn, min_reps: int = 10, max_reps: int = 200, budget_s: float = 2.0,
-            target_sem: float = 0.005, warmup_reps: int = 2) -> dict:
+def l2_flush_buffer():
+    import torch
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = getattr(props, "L2_cache_size", 0) or (50 << 20)
+    return torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+
+
+def summarise(times: list[float]) -> dict:
+    median = statistics.median(times)
+    sem = statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
+    return {"median_ms": median, "mean_ms": statistics.fmean(times), "min_ms": min(times),
+            "sem_ms": sem, "reps": len(times)}
+
+
+def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None,
+            streams: Callable[[], set] = set, judge_side: Callable = contextlib.nullcontext,
+            min_reps: int = 10, max_reps: int = 500, budget_s: float = 3.0,
+            target_sem: float = 0.005) -> dict:
+    """Time `calls` (one per input set, rotated). `outputs[i]` is the tensor
+    call i writes: poisoned before and summarised after each timed call.
+    `streams()` returns (and forgets) the streams launched on since it was
+    last asked; `judge_side()` brackets the timer's own tensor work (exempt
+    from the worker's operator guard)."""
     import torch
 
-    device = torch.cuda.current_device()
-    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 50 << 20)
-    flush = torch.empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device="cuda")
-
-    for _ in range(warmup_reps):
-        fn()
+    flush = l2_flush_buffer()
+    for call in calls:  # warm-up: compilation, autotuning, first-touch
+        call()
     torch.cuda.synchronize()
 
     times: list[float] = []
+    checks: list[list[float]] = []
     started = time.monotonic()
     while len(times) < max_reps:
-        flush.zero_()
+        i = len(times) % len(calls)
+        with judge_side():
+            if outputs is not None:
+                outputs[i].fill_(POISON)
+            flush.zero_()
+        here = torch.cuda.current_stream()
+        streams()  # forget the streams of earlier calls
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        calls[i]()
+        for stream in streams():
+            if stream != here:
+                here.wait_stream(stream)
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
-        if len(times) >= min_reps:
-            median = statistics.median(times)
-            sem = statistics.stdev(times) / math.sqrt(len(times))
-            if sem <= target_sem * median or time.monotonic() - started > budget_s:
+        if outputs is not None:
+            with judge_side():
+                out = outputs[i].double()
+                checks.append([i, float(out.sum()), float(out.abs().sum())])
+        if len(times) >= max(min_reps, len(calls)):
+            stats = summarise(times)
+            if stats["sem_ms"] <= target_sem * stats["median_ms"] or time.monotonic() - started > budget_s:
                 break
-    median = statistics.median(times)
-    return {
-        "median_ms": median,
-        "mean_ms": statistics.fmean(times),
-        "min_ms": min(times),
-        "sem_ms": statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0,
-        "reps": len(times),
-        "l2_flush_bytes": flush.numel() * 4,
-    }
+    return dict(summarise(times), l2_flush_bytes=flush.numel() * 4, sets=len(calls), checks=checks)

@@ -23,11 +23,21 @@ import traceback
 from judge.protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
 
 _launches = 0
+_streams: set = set()  # CUDA streams Triton launched on: the timer waits for all of them
 
 
-def _hook_triton(guard) -> None:
+def _take_streams() -> set:
+    """The streams launched on since the last call, forgotten as they are read."""
+    taken = set(_streams)
+    _streams.clear()
+    return taken
+
+
+def _hook_triton(guard, cuda: bool) -> None:
     """Count Triton kernel launches (compiled or interpreted, autotuned or
-    not), and exempt Triton's own machinery from the operator guard."""
+    not) and the streams they go to, and exempt Triton's own machinery from
+    the operator guard."""
+    import torch
     from triton.runtime import autotuner, jit
 
     def wrap(cls, count: bool):
@@ -37,6 +47,8 @@ def _hook_triton(guard) -> None:
             global _launches
             if count and not kwargs.get("warmup", False):
                 _launches += 1
+                if cuda:
+                    _streams.add(torch.cuda.current_stream())
             with guard.suspend():
                 return original(self, *args, **kwargs)
 
@@ -122,7 +134,7 @@ class Worker:
             interpret.install(emulate_tf32=msg.get("emulate_tf32", True))
         from judge.rules import Guard
         self.guard = Guard()
-        _hook_triton(self.guard)
+        _hook_triton(self.guard, cuda=self.device == "cuda")
 
         path = msg["path"]
         source = open(path, encoding="utf-8", errors="replace").read()
@@ -241,21 +253,31 @@ class Worker:
     # --- time ------------------------------------------------------------------
 
     def time(self, msg: dict) -> None:
+        """Time solve over several input sets (rotated); send the timing, the
+        per-call summaries, and each set's final output and inputs."""
         from judge import timing
-        args, outputs, inputs = self._prepare(msg["plan"], msg["seed"])
-        failure = self._call(args)  # warm-up call: compilation and autotuning
-        if failure:
-            return self.reply(failure)
+        prepared = [self._prepare(msg["plan"], seed) for seed in msg["seeds"]]
+        for args, _, _ in prepared:  # warm-up calls, under the rules
+            failure = self._call(args)
+            if failure:
+                return self.reply(failure)
+        calls = [lambda args=args: self.solve(*args) for args, _, _ in prepared]
+        written = [args[i] for args, _, _ in prepared for i, item in enumerate(msg["plan"]["call"])
+                   if item["role"] == "out"]
         try:
             with self.guard.armed():
-                result = timing.measure(lambda: self.solve(*args), **msg.get("options", {}))
+                result = timing.measure(calls, outputs=written, streams=_take_streams,
+                                        judge_side=self.guard.suspend, **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
             if self.guard.violation:
                 return self.reply({"status": "rejected", "message": self.guard.violation})
             return self.reply({"status": classify(exc), "message": _short_traceback(exc)})
         if self.guard.violation:
             return self.reply({"status": "rejected", "message": self.guard.violation})
-        self.reply({"status": "ok", "timing": result}, self._bytes(outputs) + self._bytes(inputs))
+        blobs = []
+        for _, outputs, inputs in prepared:
+            blobs += self._bytes(outputs) + self._bytes(inputs)
+        self.reply({"status": "ok", "timing": result}, blobs)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -34,3 +34,29 @@ def matmul(inputs: dict[str, torch.Tensor], need_fp32: bool = False) -> dict[str
         fp32 = torch.matmul(a, b)
     return {"c": Expected(exact=exact, abs_scale=abs_product, sq_scale=sq_product,
                           terms=a.shape[1], fp32=fp32)}
+
+
+def matmul_baselines(inputs: dict[str, torch.Tensor]) -> dict:
+    """Calls to time on the performance case: cuBLAS with TF32 on and off, and
+    the reference kernel in both float32 modes, all writing a preallocated C."""
+    from reference.matmul import matmul as reference_matmul
+
+    a, b = inputs["a"], inputs["b"]
+    c = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=torch.float32)
+
+    def cublas(tf32: bool):
+        def call():
+            previous = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            try:
+                torch.matmul(a, b, out=c)
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = previous
+        return call
+
+    return {
+        "cublas_tf32": cublas(True),
+        "cublas_fp32": cublas(False),
+        "reference_tf32": lambda: reference_matmul(a, b, mode="tf32", out=c),
+        "reference_ieee": lambda: reference_matmul(a, b, mode="ieee", out=c),
+    }

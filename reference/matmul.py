@@ -18,11 +18,20 @@ exact_with_scales(a, b) -> (exact, abs_product, sq_product)
 
 Kernels are decorated at import time: set TRITON_INTERPRET=1 before importing
 this module to run them on CPU tensors with the Triton interpreter.
+
+Hopper fast path (CUDA, compute capability >= 9, "ieee" and "tf32" only):
+persistent kernels that read A and B through TMA tensor descriptors (built on
+the host, so no triton.set_allocator is needed) and write C through one. They
+need float32 operands whose last stride is 1 and whose other strides and base
+addresses are 16-byte aligned; C is written into `out` directly when it meets
+the same rule, else into an aligned temporary that is then copied. Anything
+else (older GPUs, other layouts, the interpreter) takes the generic kernel.
 """
 
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 __all__ = ["matmul", "exact_with_scales", "MODES"]
 
@@ -143,6 +152,93 @@ def _exact_scales_kernel(
     tl.store(sq_ptr + offs_c, acc_sq, mask=mask_c)
 
 
+@triton.jit
+def _tile_coords(tile, num_pid_m, num_pid_k, GROUP_M: tl.constexpr):
+    # The grouped order of _tile_ids, for a tile index walked by a persistent
+    # program instead of a program id.
+    tiles_per_group = GROUP_M * num_pid_k
+    first_m = (tile // tiles_per_group) * GROUP_M
+    group_size = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % tiles_per_group) % group_size
+    pid_k = (tile % tiles_per_group) // group_size
+    return pid_m, pid_k
+
+
+@triton.jit
+def _tf32_truncate(x):
+    # Zero the 13 low mantissa bits: the value the tensor cores read from a
+    # raw fp32 operand in TF32 mode anyway. Doing it in registers also makes
+    # Triton hand this operand to wgmma from registers (see _tma_matmul_kernel).
+    return (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _tma_matmul_kernel(
+    a_desc, b_desc, c_desc, M, N, K, num_programs,
+    OPERANDS: tl.constexpr,  # how B is read and fed to tl.dot, see below
+    PRECISION: tl.constexpr,  # "ieee" or "tf32"
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    EPI_SPLIT: tl.constexpr,  # store each C tile as this many column slabs
+    FLATTEN: tl.constexpr,  # let Triton pipeline across tiles, not only along N
+):
+    # Persistent: num_programs programs walk the M x K tiles of C in grouped
+    # order. a_desc reads BLOCK_M x BLOCK_N tiles of A (M x N); c_desc writes
+    # BLOCK_M x (BLOCK_K / EPI_SPLIT) slabs of C (M x K).
+    #
+    # OPERANDS:
+    #  "ab"  : b_desc reads BLOCK_N x BLOCK_K tiles of B; acc += A_tile @ B_tile.
+    #          For "ieee" (CUDA-core FMAs), where the layout in shared memory
+    #          matters little.
+    #  "swap": same tiles, but computes C^T tiles: acc^T += B_tile^T @ A_tile^T.
+    #          wgmma reads fp32/TF32 operands from shared memory only when the
+    #          reduced dimension is contiguous; B's reduced dimension N is its
+    #          rows, so B^T goes to wgmma from registers (the left operand may)
+    #          and A^T from shared memory (A is N-contiguous). With B on the
+    #          right instead, Triton re-stores every B tile transposed and
+    #          cannot overlap consecutive wgmmas.
+    #  "bt"  : b_desc reads BLOCK_K x BLOCK_N tiles of a K x N transposed copy
+    #          of B; acc += A_tile @ Bt_tile^T, both from shared memory.
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_k = tl.cdiv(K, BLOCK_K)
+    steps = tl.cdiv(N, BLOCK_N)
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_k, num_programs, flatten=FLATTEN):
+        pid_m, pid_k = _tile_coords(tile, num_pid_m, num_pid_k, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_k = pid_k * BLOCK_K
+        # TMA fills out-of-range rows and columns with zeros: partial tiles
+        # (also along N) need no masks and add nothing to the sums.
+        if OPERANDS == "swap":
+            acc_t = tl.zeros((BLOCK_K, BLOCK_M), dtype=tl.float32)
+            for s in range(steps):
+                off_n = s * BLOCK_N
+                a = a_desc.load([off_m, off_n])
+                b = b_desc.load([off_n, off_k])
+                acc_t = tl.dot(_tf32_truncate(b.T), a.T, acc_t, input_precision=PRECISION)
+            acc = acc_t.T
+        elif OPERANDS == "bt":
+            acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+            for s in range(steps):
+                off_n = s * BLOCK_N
+                a = a_desc.load([off_m, off_n])
+                b = b_desc.load([off_k, off_n])
+                acc = tl.dot(a, b.T, acc, input_precision=PRECISION)
+        else:
+            acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+            for s in range(steps):
+                off_n = s * BLOCK_N
+                a = a_desc.load([off_m, off_n])
+                b = b_desc.load([off_n, off_k])
+                acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        # Out-of-range parts of the tile are clipped by the TMA store.
+        if EPI_SPLIT == 2:
+            slabs = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_K // 2)), (0, 2, 1)))
+            c_desc.store([off_m, off_k], slabs[0])
+            c_desc.store([off_m, off_k + BLOCK_K // 2], slabs[1])
+        else:
+            c_desc.store([off_m, off_k], acc)
+
+
 def _interpreted() -> bool:
     # Under TRITON_INTERPRET=1, triton.jit returned an InterpretedFunction.
     return type(_matmul_kernel).__name__ == "InterpretedFunction"
@@ -212,6 +308,111 @@ def _launch_args(cfg):
     return {k: cfg[k] for k in ("BLOCK_M", "BLOCK_K", "BLOCK_N", "GROUP_M", "num_warps", "num_stages")}
 
 
+# --- Hopper fast path ------------------------------------------------------------
+
+# Candidate launch configurations of _tma_matmul_kernel per mode, best first.
+# When a mode lists several, the first call for each (device, shape) times
+# them all once and caches the fastest (_fast_config). ctas_per_sm: programs
+# per multiprocessor in the persistent grid.
+_FAST_CONFIGS = {
+    "tf32": [
+        dict(OPERANDS="swap", BLOCK_M=256, BLOCK_K=128, BLOCK_N=32, GROUP_M=8, EPI_SPLIT=2,
+             FLATTEN=False, num_warps=8, num_stages=3, ctas_per_sm=1),
+    ],
+    "ieee": [
+        dict(OPERANDS="ab", BLOCK_M=128, BLOCK_K=128, BLOCK_N=16, GROUP_M=8, EPI_SPLIT=2,
+             FLATTEN=False, num_warps=4, num_stages=3, ctas_per_sm=2),
+    ],
+}
+_FAST_CHOICE = {}  # (device index, mode, M, N, K) -> chosen config
+
+
+def _device_info(device: torch.device):
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    info = _DEVICE_INFO.get(index)
+    if info is None:
+        props = torch.cuda.get_device_properties(index)
+        info = _DEVICE_INFO[index] = (index, (props.major, props.minor), props.multi_processor_count)
+    return info
+
+
+_DEVICE_INFO = {}
+
+
+def _tma_ready(t: torch.Tensor) -> bool:
+    """A 2-D float32 tensor that a TMA descriptor can address as it is."""
+    return (t.stride(1) == 1 and t.stride(0) % 4 == 0 and t.stride(0) > 0
+            and t.data_ptr() % 16 == 0)
+
+
+def _fast_path(a: torch.Tensor, b: torch.Tensor, mode: str) -> bool:
+    """Whether matmul(a, b, mode) takes the Hopper TMA kernel."""
+    if mode not in _FAST_CONFIGS or a.device.type != "cuda" or _interpreted():
+        return False
+    if _device_info(a.device)[1][0] < 9:
+        return False
+    # "bt" configurations copy B anyway; the others read it in place.
+    needs_b = any(cfg["OPERANDS"] != "bt" for cfg in _FAST_CONFIGS[mode])
+    return _tma_ready(a) and (_tma_ready(b) or not needs_b)
+
+
+def _aligned_empty(rows: int, cols: int, device) -> torch.Tensor:
+    # rows x cols float32 view whose row stride is a multiple of 16 bytes.
+    padded = -(-cols // 4) * 4
+    return torch.empty((rows, padded), dtype=torch.float32, device=device)[:, :cols]
+
+
+def _fast_launch(a, b, c, mode, cfg):
+    M, N = a.shape
+    K = b.shape[1]
+    bm, bk, bn = cfg["BLOCK_M"], cfg["BLOCK_K"], cfg["BLOCK_N"]
+    a_desc = TensorDescriptor(a, [M, N], [a.stride(0), 1], [bm, bn])
+    if cfg["OPERANDS"] == "bt":
+        bt = _aligned_empty(K, N, b.device)
+        bt.copy_(b.t())
+        b_desc = TensorDescriptor(bt, [K, N], [bt.stride(0), 1], [bk, bn])
+    else:
+        b_desc = TensorDescriptor(b, [N, K], [b.stride(0), 1], [bn, bk])
+    c_desc = TensorDescriptor(c, [M, K], [c.stride(0), 1], [bm, bk // cfg["EPI_SPLIT"]])
+    tiles = triton.cdiv(M, bm) * triton.cdiv(K, bk)
+    programs = min(tiles, _device_info(a.device)[2] * cfg["ctas_per_sm"])
+    _tma_matmul_kernel[(programs,)](
+        a_desc, b_desc, c_desc, M, N, K, programs,
+        OPERANDS=cfg["OPERANDS"], PRECISION=mode,
+        BLOCK_M=bm, BLOCK_K=bk, BLOCK_N=bn, GROUP_M=cfg["GROUP_M"],
+        EPI_SPLIT=cfg["EPI_SPLIT"], FLATTEN=cfg["FLATTEN"],
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+    )
+
+
+def _fast_config(a, b, c, mode):
+    """The configuration for this (device, mode, shape): timed once if several."""
+    M, N = a.shape
+    K = b.shape[1]
+    key = (_device_info(a.device)[0], mode, M, N, K)
+    cfg = _FAST_CHOICE.get(key)
+    if cfg is None:
+        candidates = _FAST_CONFIGS[mode]
+        if len(candidates) == 1:
+            cfg = candidates[0]
+        else:  # writes c several times; the caller's launch overwrites it
+            from triton.testing import do_bench
+            times = [do_bench(lambda cfg=cfg: _fast_launch(a, b, c, mode, cfg), warmup=5, rep=20,
+                              return_mode="median") for cfg in candidates]
+            cfg = candidates[times.index(min(times))]
+        _FAST_CHOICE[key] = cfg
+    return cfg
+
+
+def _fast_matmul(a, b, out, mode):
+    M, K = out.shape
+    target = out if _tma_ready(out) else _aligned_empty(M, K, out.device)
+    _fast_launch(a, b, target, mode, _fast_config(a, b, target, mode))
+    if target is not out:
+        out.copy_(target)
+    return out
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, mode: str = "ieee", out: torch.Tensor = None) -> torch.Tensor:
     """C = A @ B with A (M x N) and B (N x K) float32.
 
@@ -232,6 +433,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, mode: str = "ieee", out: torch.Tens
         return out
     if N == 0:  # empty sum
         return out.zero_()
+    if _fast_path(a, b, mode):
+        return _fast_matmul(a, b, out, mode)
     cfg = _config(mode, a.device, M, N, K)
     _matmul_kernel[_grid(M, K, cfg)](
         a, b, out, M, N, K,

@@ -182,6 +182,7 @@ def test_same_seed_and_secret_reproduce_the_case_data(isolated, monkeypatch):
 def test_options_reach_the_grader(isolated, monkeypatch):
     """Every option of `submit` lands in GradeOptions (no grading done)."""
     import judge.grader
+    from judge.scoring import ScoringPolicy, score
 
     seen = {}
 
@@ -190,8 +191,9 @@ def test_options_reach_the_grader(isolated, monkeypatch):
         return GradeResult(verdict=Verdict.ACCEPTED, message="ok", challenge="matrix_multiplication",
                            submission=str(path), policy="leetgpu", seed=options.seed or 0, device="cpu",
                            device_name="cpu", versions={"python": "3", "torch": "t", "triton": "t"},
-                           cases=[], latency_ms=None, timing=None, timing_note=None, stdout="", stderr="",
-                           started_at="now", duration_s=0.0)
+                           cases=[], latency_ms=None, timing=None, timing_note=None, performance=None,
+                           score=score(ScoringPolicy(), True, None, None), sandbox="none",
+                           stdout="", stderr="", started_at="now", duration_s=0.0)
 
     monkeypatch.setattr(judge.grader, "grade", fake_grade)
     result = _run("submit", CORRECT, "--json", "--seed", "-5", "--device", "cpu", "--policy", "leetgpu",

@@ -1,0 +1,50 @@
+"""Baseline latencies (library and reference kernels) on the performance
+case, measured by the judge itself with the same method as submissions, on
+the same inputs, and cached per GPU, driver, versions and shape so a batch
+measures them once."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from . import timing
+
+
+def cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tritonjudge" / "baselines.json"
+
+
+def cache_key(challenge: str, shape: str, gpu: dict, versions: dict) -> str:
+    return "|".join([challenge, shape, str(gpu.get("name")), str(gpu.get("driver")),
+                     versions.get("torch", ""), versions.get("triton", "")])
+
+
+def _read_cache() -> dict:
+    try:
+        return json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def measure_all(calls: dict, repeats_budget_s: float = 2.0) -> dict[str, dict]:
+    """Each named baseline timed with the submission's method."""
+    return {name: timing.measure([call], budget_s=repeats_budget_s) for name, call in calls.items()}
+
+
+def get(key: str, make_calls, refresh: bool = False) -> tuple[dict[str, dict], bool]:
+    """(baselines, from_cache). `make_calls()` builds the name -> call dict
+    only when a measurement is needed."""
+    cache = _read_cache()
+    if not refresh and key in cache:
+        return cache[key], True
+    measured = measure_all(make_calls())
+    cache[key] = measured
+    path = cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(cache, indent=1))
+    tmp.replace(path)
+    return measured, False

@@ -1,0 +1,52 @@
+"""The state of the GPU around a measurement, read through NVML by the judge
+(not the worker): clocks, temperature, power, throttle reasons, driver."""
+
+from __future__ import annotations
+
+# Throttle reasons that slow a measurement down (idle and application-clock
+# settings are not a slowdown of work in flight).
+_SLOWDOWNS = {
+    "sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10, "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40, "hw_power_brake_slowdown": 0x80,
+}
+
+
+def snapshot(index: int = 0) -> dict:
+    """A reading of the GPU's state; {"available": False, ...} without NVML."""
+    try:
+        import pynvml as nv
+        nv.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - no NVML, no reading
+        return {"available": False, "reason": f"NVML unavailable: {type(exc).__name__}"}
+    try:
+        h = nv.nvmlDeviceGetHandleByIndex(index)
+        reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        mask = int(reasons_fn(h))
+        name = nv.nvmlDeviceGetName(h)
+        driver = nv.nvmlSystemGetDriverVersion()
+        return {
+            "available": True,
+            "name": name.decode() if isinstance(name, bytes) else name,
+            "driver": driver.decode() if isinstance(driver, bytes) else driver,
+            "sm_clock_mhz": nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+            "memory_clock_mhz": nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
+            "max_sm_clock_mhz": nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),
+            "temperature_c": nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
+            "power_w": nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            "throttle_reasons": [k for k, bit in _SLOWDOWNS.items() if mask & bit],
+        }
+    except Exception as exc:  # noqa: BLE001
+        return {"available": False, "reason": f"NVML query failed: {type(exc).__name__}: {exc}"}
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def throttle_warning(before: dict, after: dict) -> str | None:
+    reasons = sorted(set(before.get("throttle_reasons", [])) | set(after.get("throttle_reasons", [])))
+    if reasons:
+        return f"the GPU throttled during timing ({', '.join(reasons)}): latencies may be inflated"
+    return None
