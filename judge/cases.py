@@ -69,6 +69,12 @@ def case_seed(secret: bytes, challenge: str, run_seed: int, case: str, trial: in
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
+def call_seed(base: int, call: int) -> int:
+    """The seed of the inputs of timed call number `call` (fresh data each call)."""
+    digest = hashlib.sha256(f"{base}\x00call\x00{call}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
 def _arg_seed(seed: int, arg: str) -> int:
     digest = hashlib.sha256(f"{seed}\x00{arg}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)

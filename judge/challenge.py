@@ -157,6 +157,7 @@ class Challenge(_Strict):
     flops: str  # expression over the dimensions, e.g. "2*M*N*K"
     reference: str  # "module:function" returning the expected outputs
     baselines: str | None = None  # "module:function" returning named calls to time on the performance case
+    checksum: str | None = None  # "module:function": (sum of the outputs, its scale) from the inputs alone
     tolerance: Tolerance = Tolerance()
     cpu_limits: CpuLimits = CpuLimits()
     example: Case

@@ -57,7 +57,8 @@ class CaseResult(BaseModel):
     seconds: float = 0.0
 
 
-TIMED_SETS = 3  # input sets rotated while timing
+TIMED_SETS = 3  # buffer sets rotated while timing (refilled with fresh data every call)
+CHECKSUM_TOLERANCE = 1e-7  # of Σ(|A|·|B|): see _Run.stale_calls
 
 
 class Timing(BaseModel):
@@ -314,6 +315,7 @@ class _Run:
         plan = case_data.input_plan(self.challenge, case)
         seeds = [case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, 1000 + i)
                  for i in range(TIMED_SETS)]
+        base = case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, 999)
         assert self.worker is not None
         failure = CaseResult(name=f"{case.name} (timed)", kind="performance",
                              shape=self.challenge.shape_label(case), dims=dict(case.dims), status="not_run")
@@ -321,7 +323,8 @@ class _Run:
         asked = time.monotonic()
         try:
             reply, blobs = self.worker.request(
-                {"op": "time", "plan": plan, "seeds": seeds}, self.time_left(self.limits.case_timeout_s * 2),
+                {"op": "time", "plan": plan, "seeds": seeds, "call_seed": base},
+                self.time_left(self.limits.case_timeout_s * 2),
                 max_blob_bytes=self.reply_bytes(plan, len(seeds)))
         except (WorkerDied, ProtocolError) as exc:
             failure.status, failure.message = "runtime_error", f"while timing: {exc}"
@@ -336,7 +339,15 @@ class _Run:
         if reply.get("status") != "ok":
             failure.status, failure.message = _status(reply), str(reply.get("message", ""))[:4000]
             return None, failure
-        outputs, inputs, rule = self.unpack(plan, blobs, seeds)
+        raw = reply.get("timing", {})
+        try:
+            # Each set's buffers hold the data of the last timed call made on it.
+            last = [int(r) if r is not None else None for r in raw["last_call"]]
+            final_seeds = [seeds[i] if r is None else case_data.call_seed(base, r) for i, r in enumerate(last)]
+        except (KeyError, TypeError, ValueError) as exc:
+            failure.status, failure.message = "runtime_error", f"malformed timing from the worker: {exc}"
+            return None, failure
+        outputs, inputs, rule = self.unpack(plan, blobs, final_seeds)
         if rule:
             failure.status, failure.message = "rejected", rule
             return None, failure
@@ -346,9 +357,8 @@ class _Run:
                 self.fill(failure, cmp)
                 failure.message = f"the output of the timed calls on input set {i} is wrong: {cmp.message}"
                 return None, failure
-        raw = reply.get("timing", {})
         try:
-            stale = _stale_calls(raw["checks"], outputs)
+            stale = self.stale_calls(plan, base, raw["checks"])
             median = float(raw["median_ms"])
             timing = Timing(**{k: raw[k] for k in ("median_ms", "mean_ms", "min_ms", "sem_ms", "reps",
                                                     "l2_flush_bytes", "sets")},
@@ -360,8 +370,9 @@ class _Run:
             return None, failure
         if stale:
             failure.status = "wrong_answer"
-            failure.message = (f"{len(stale)} of {timing.reps} timed calls left an output unlike their input "
-                               f"set's checked result (first: call {stale[0]}): work skipped or changed")
+            failure.message = (f"{len(stale)} of {timing.reps} timed calls left an output whose sum is not "
+                               f"that of their fresh inputs (first: call {stale[0]}): work skipped, cached "
+                               "or changed")
             return None, failure
         # The timed calls happened inside this request: their total cannot
         # exceed its wall time. (A worker that under-reports is beyond this
@@ -372,6 +383,22 @@ class _Run:
                                f"average) does not fit in the {wall_s:.2f} s the request took")
             return None, failure
         return timing, None
+
+    def stale_calls(self, plan: dict, base: int, checks: list) -> list[int]:
+        """Timed calls whose output sum is not the one their fresh inputs imply
+        (computed here from the inputs alone): skipped, cached or changed work.
+        Two different data sets of the performance case differ by ~3e-6 of
+        the scale, float32 or TF32 rounding by ~1e-9; the bound sits between."""
+        if not self.challenge.checksum:
+            return []
+        module, _, attr = self.challenge.checksum.partition(":")
+        checksum = getattr(importlib.import_module(module), attr)
+        stale = []
+        for r, _, total in checks:
+            expected, scale = checksum(case_data.make_inputs(plan, case_data.call_seed(base, int(r)), self.device))
+            if not math.isfinite(total) or abs(total - expected) > CHECKSUM_TOLERANCE * scale + 1e-30:
+                stale.append(int(r))
+        return stale
 
     def baselines(self, case: Case) -> tuple[dict[str, dict] | None, str | None]:
         """Library and reference latencies on the timed shape (set 0's data)."""
@@ -390,23 +417,6 @@ class _Run:
             key, lambda: factory(case_data.make_inputs(plan, seed, self.device)),
             refresh=self.options.refresh_baselines)
         return measured, ("cached" if cached else "measured now")
-
-
-def _stale_calls(checks: list, outputs: list[dict]) -> list[int]:
-    """Timed calls whose output summary (sum, sum of magnitudes) differs from
-    their input set's verified final output beyond reordering noise."""
-    finals = []
-    for got in outputs:
-        out = next(iter(got.values())).double()
-        finals.append((float(out.sum()), float(out.abs().sum())))
-    stale = []
-    for n, (i, total, magnitude) in enumerate(checks):
-        ref_total, ref_magnitude = finals[int(i)]
-        tol = 1e-4 * ref_magnitude + 1e-30
-        if not (math.isfinite(total) and math.isfinite(magnitude)) or abs(total - ref_total) > tol \
-                or abs(magnitude - ref_magnitude) > tol:
-            stale.append(n)
-    return stale
 
 
 def _status(reply: dict) -> str:

@@ -7,9 +7,11 @@ for the baselines (in the judge).
   device), so no call finds its operands in cache.
 * CUDA events around each call; the end event waits for every stream the
   call launched on, so work sent to a side stream is counted.
-* At least three input sets, rotated; each output is poisoned before its
-  call and summarised after it (sum and sum of magnitudes, outside the timed
-  region), so the judge can tell a call that skipped its work.
+* Three sets of buffers, rotated, refilled with fresh data before every
+  timed call (`refill`, outside the timed region), so no call can reuse an
+  earlier answer whether it caches by pointer or by content; each output is
+  poisoned before its call and summed after it, so the judge can check every
+  single timed call against the sum the fresh data implies.
 * Adaptive repeats: at least `min_reps`, then until the standard error of
   the mean is within `target_sem` of the median or `budget_s` is spent.
 """
@@ -40,11 +42,13 @@ def summarise(times: list[float]) -> dict:
 
 
 def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None,
+            refill: Callable[[int, int], None] | None = None,
             streams: Callable[[], set] = set, judge_side: Callable = contextlib.nullcontext,
             min_reps: int = 10, max_reps: int = 500, budget_s: float = 3.0,
             target_sem: float = 0.005) -> dict:
-    """Time `calls` (one per input set, rotated). `outputs[i]` is the tensor
-    call i writes: poisoned before and summarised after each timed call.
+    """Time `calls` (one per buffer set, rotated). `outputs[i]` is the tensor
+    call i writes: poisoned before and summed after each timed call;
+    `refill(r, i)` puts timed call r's fresh inputs into set i.
     `streams()` returns (and forgets) the streams launched on since it was
     last asked; `judge_side()` brackets the timer's own tensor work (exempt
     from the worker's operator guard)."""
@@ -57,10 +61,15 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
 
     times: list[float] = []
     checks: list[list[float]] = []
+    last_call: dict[int, int] = {}
     started = time.monotonic()
     while len(times) < max_reps:
-        i = len(times) % len(calls)
+        r = len(times)
+        i = r % len(calls)
         with judge_side():
+            if refill is not None:
+                refill(r, i)
+                last_call[i] = r
             if outputs is not None:
                 outputs[i].fill_(POISON)
             flush.zero_()
@@ -78,10 +87,10 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
         times.append(start.elapsed_time(end))
         if outputs is not None:
             with judge_side():
-                out = outputs[i].double()
-                checks.append([i, float(out.sum()), float(out.abs().sum())])
+                checks.append([r, i, float(outputs[i].double().sum())])
         if len(times) >= max(min_reps, len(calls)):
             stats = summarise(times)
             if stats["sem_ms"] <= target_sem * stats["median_ms"] or time.monotonic() - started > budget_s:
                 break
-    return dict(summarise(times), l2_flush_bytes=flush.numel() * 4, sets=len(calls), checks=checks)
+    return dict(summarise(times), l2_flush_bytes=flush.numel() * 4, sets=len(calls), checks=checks,
+                last_call=[last_call.get(i) for i in range(len(calls))])

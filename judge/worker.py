@@ -261,12 +261,21 @@ class Worker:
             failure = self._call(args)
             if failure:
                 return self.reply(failure)
+        from judge.cases import call_seed, make_inputs
+        plan = msg["plan"]
         calls = [lambda args=args: self.solve(*args) for args, _, _ in prepared]
-        written = [args[i] for args, _, _ in prepared for i, item in enumerate(msg["plan"]["call"])
-                   if item["role"] == "out"]
+        roles = [(k, item["role"], item["name"]) for k, item in enumerate(plan["call"])]
+        written = [args[k] for args, _, _ in prepared for k, role, _ in roles if role == "out"]
+        views = [{name: args[k] for k, role, name in roles if role == "in"} for args, _, _ in prepared]
+
+        def refill(r: int, i: int) -> None:
+            values = make_inputs(plan, call_seed(msg["call_seed"], r), self.device)
+            for name, view in views[i].items():
+                view.copy_(values[name])
+
         try:
             with self.guard.armed():
-                result = timing.measure(calls, outputs=written, streams=_take_streams,
+                result = timing.measure(calls, outputs=written, refill=refill, streams=_take_streams,
                                         judge_side=self.guard.suspend, **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
             if self.guard.violation:

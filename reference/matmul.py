@@ -325,6 +325,7 @@ _FAST_CONFIGS = {
     ],
 }
 _FAST_CHOICE = {}  # (device index, mode, M, N, K) -> chosen config
+_DEVICE_INFO = {}  # device index -> (index, (major, minor), multiprocessors)
 
 
 def _device_info(device: torch.device):
@@ -334,9 +335,6 @@ def _device_info(device: torch.device):
         props = torch.cuda.get_device_properties(index)
         info = _DEVICE_INFO[index] = (index, (props.major, props.minor), props.multi_processor_count)
     return info
-
-
-_DEVICE_INFO = {}
 
 
 def _tma_ready(t: torch.Tensor) -> bool:

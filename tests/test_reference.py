@@ -277,3 +277,101 @@ def test_gpu_odd_shapes_and_strides(mode):
     c = matmul(a, b, mode=mode)
     tol = {"exact": 1e-12, "ieee": 2 * gamma(N, 2.0**-24), "tf32": 2 * 2.0**-11 + 2 * gamma(N, 2.0**-24)}[mode]
     assert torch.all((c.double() - ref).abs() <= tol * absprod)
+
+
+# --- GPU: Hopper fast path (TMA, persistent) ---------------------------------------
+
+def _hopper():
+    return HAS_CUDA and torch.cuda.get_device_capability()[0] >= 9
+
+
+hopper = pytest.mark.skipif(not _hopper(), reason="needs a CUDA device of compute capability >= 9")
+
+# (M, N, K) and whether row-major operands of that shape meet the fast path's
+# 16-byte stride rule: N and K multiples of 4 (129 x 8191 x 257 does not).
+FAST_SHAPES = [
+    ((8192, 6144, 4096), True),  # the performance case
+    ((1000, 1000, 1000), True),  # partial tiles on every edge, N not a multiple of the step
+    ((129, 8191, 257), False),
+    ((1, 4096, 8192), True),
+    ((333, 12, 20), True),  # N shorter than one step
+]
+
+
+def _rel_fro(c, ref):
+    return (torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref)).item()
+
+
+def _cuda_uniform(shape, seed, lo_hi=10.0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.rand(shape, generator=g, device="cuda").mul_(2 * lo_hi).sub_(lo_hi)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("mode", ["ieee", "tf32"])
+@pytest.mark.parametrize("shape,fast", FAST_SHAPES, ids=[f"{m}x{n}x{k}" for (m, n, k), _ in FAST_SHAPES])
+def test_gpu_fp32_modes_error_level(shape, fast, mode):
+    M, N, K = shape
+    a, b = _cuda_uniform((M, N), seed=M + N), _cuda_uniform((N, K), seed=N + K)
+    assert rm._fast_path(a, b, mode) == (fast and _hopper())
+    ref = a.double() @ b.double()
+    out = torch.full((M, K), float("nan"), device="cuda")  # every element must be written
+    assert matmul(a, b, mode=mode, out=out) is out
+    assert torch.isfinite(out).all()
+    rel = _rel_fro(out, ref)
+    if mode == "tf32":
+        assert 1e-4 <= rel <= 2e-3, rel  # TF32 inputs, not IEEE fp32
+    else:
+        assert rel <= 2e-6, rel  # IEEE fp32 products and sums (~1e-7 here)
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("mode", ["ieee", "tf32"])
+def test_gpu_fast_path_is_taken(mode, monkeypatch):
+    # With the generic kernel made unusable, an aligned problem still works.
+    class Unusable:
+        def __getitem__(self, grid):
+            raise AssertionError("the generic kernel ran")
+
+    a, b = _cuda_uniform((300, 512), seed=1), _cuda_uniform((512, 200), seed=2)
+    ref = a.double() @ b.double()
+    monkeypatch.setattr(rm, "_matmul_kernel", Unusable())
+    c = matmul(a, b, mode=mode)
+    assert c.shape == (300, 200) and c.is_contiguous()
+    assert _rel_fro(c, ref) <= (2e-3 if mode == "tf32" else 2e-6)
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("mode", ["ieee", "tf32"])
+def test_gpu_fast_path_outputs_without_aligned_rows(mode):
+    # B is a column slice with aligned rows (fast path), but C's rows (1001
+    # floats) are not 16-byte aligned, nor is a transposed `out`: the kernel
+    # writes an aligned temporary that is copied into place.
+    M, N, K = 200, 256, 1001
+    a = _cuda_uniform((M, N), seed=3)
+    b = _cuda_uniform((N, K + 3), seed=4)[:, :K]
+    assert rm._fast_path(a, b, mode)
+    ref = a.double() @ b.double()
+    tol = 2e-3 if mode == "tf32" else 2e-6
+    c = matmul(a, b, mode=mode)
+    assert c.shape == (M, K) and c.is_contiguous() and _rel_fro(c, ref) <= tol
+    out = torch.full((K, M), float("nan"), device="cuda").t()
+    assert matmul(a, b, mode=mode, out=out) is out
+    assert torch.isfinite(out).all() and _rel_fro(out, ref) <= tol
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("mode", ["ieee", "tf32"])
+def test_gpu_unaligned_or_strided_inputs_fall_back(mode):
+    M, N, K = 96, 130, 64
+    a_t = _cuda_uniform((N, M), seed=5).t()  # column-major A: no TMA
+    a_odd = _cuda_uniform((M, N + 1), seed=6)[:, 1:]  # base 4 bytes off
+    b = _cuda_uniform((N, K), seed=7)
+    for a in (a_t, a_odd):
+        assert not rm._fast_path(a, b, mode)
+        rel = _rel_fro(matmul(a, b, mode=mode), a.double() @ b.double())
+        assert rel <= (2e-3 if mode == "tf32" else 2e-6)

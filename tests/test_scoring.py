@@ -5,10 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
-
 from judge.errors import UsageError
-from judge.grader import _stale_calls
+from judge.grader import _Run
 from judge.scoring import ScoringPolicy, load_policy, score
 
 BASE = {"reference_tf32": 4.0, "cublas_tf32": 1.0}
@@ -53,11 +51,22 @@ def test_policy_from_files(tmp_path):
         load_policy(tmp_path / "missing.toml")
 
 
-def test_stale_calls_are_found():
-    out = torch.arange(12, dtype=torch.float32).reshape(3, 4) - 5
-    total, magnitude = float(out.double().sum()), float(out.double().abs().sum())
-    outputs = [{"c": out}]
-    good = [[0, total, magnitude], [0, total + 1e-9, magnitude]]
-    assert _stale_calls(good, outputs) == []
-    skipped = good + [[0, math.nan, math.nan], [0, 0.0, 0.0]]
-    assert _stale_calls(skipped, outputs) == [2, 3]
+def test_every_timed_call_is_checked_against_its_fresh_inputs():
+    from judge import cases
+    from judge.challenge import load
+
+    run = _Run.__new__(_Run)  # only what stale_calls needs
+    run.challenge, run.device = load("matrix_multiplication"), "cpu"
+    case = run.challenge.case("primes_medium")
+    plan = cases.input_plan(run.challenge, case)
+    base = 1234
+
+    def honest_total(r):
+        made = cases.make_inputs(plan, cases.call_seed(base, r), "cpu")
+        return float((made["a"] @ made["b"]).double().sum())
+
+    checks = [[r, r % 3, honest_total(r)] for r in range(4)]
+    assert run.stale_calls(plan, base, checks) == []
+    checks.append([4, 1, honest_total(1)])  # a cached answer, replayed on new data
+    checks.append([5, 2, math.nan])  # a call that left the poison
+    assert run.stale_calls(plan, base, checks) == [4, 5]
