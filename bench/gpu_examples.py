@@ -25,10 +25,21 @@ from judge.grader import GradeOptions, grade  # noqa: E402
 from judge.isolation import Limits  # noqa: E402
 
 
+def _row(record: dict) -> str:
+    lat = f"{record['latency_ms']:.3f}" if record.get("latency_ms") else "–"
+    tflops = f"{record['timing']['tflops']:.1f}" if record.get("timing") else "–"
+    where = " ".join(record.get("first_failing", "").split()).replace("|", "/")
+    return (f"| {record['path']} | {record['expected']} | {record['verdict']} | "
+            f"{'yes' if record['matches'] else 'NO'} | {lat} | {tflops} | {record['wall_s']:.1f} | {where} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="grade only paths containing this")
+    ap.add_argument("--exclude", default=None, help="skip paths containing this")
+    ap.add_argument("--merge", type=Path, nargs="*", default=[],
+                    help="earlier gpu_examples.json files whose records come first in the output")
     ap.add_argument("--seed", type=int, default=2026)
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
@@ -39,8 +50,12 @@ def main() -> int:
             expected.update({(folder / k).relative_to(ROOT).as_posix(): v["verdict"]
                              for k, v in tomllib.load(fh).items()})
     rows, records, mismatched = [], [], 0
+    for earlier in ns.merge:
+        for record in json.loads(earlier.read_text()):
+            records.append(record)
+            rows.append(_row(record))
     for path, wanted in expected.items():
-        if ns.only not in path:
+        if ns.only not in path or (ns.exclude and ns.exclude in path):
             continue
         t0 = time.monotonic()
         # The hanging fixtures get a short case limit; the examples, the defaults.
@@ -54,11 +69,9 @@ def main() -> int:
         record.update(expected=wanted, matches=ok, wall_s=round(wall, 2), stdout=record["stdout"][:2000],
                       stderr=record["stderr"][:2000])
         records.append(record)
+        record.update(path=path, first_failing=f"{first.name}: {first.message[:80]}" if first else "")
+        rows.append(_row(record))
         lat = f"{result.latency_ms:.3f}" if result.latency_ms else "–"
-        tflops = f"{result.timing.tflops:.1f}" if result.timing else "–"
-        where = f"{first.name}: {first.message[:80]}" if first else ""
-        rows.append(f"| {path} | {wanted} | {result.verdict.value} | {'yes' if ok else 'NO'} | {lat} | {tflops} "
-                    f"| {wall:.1f} | {where.replace('|', '/')} |")
         print(f"{path:40s} expected {wanted:22s} got {result.verdict.value:22s} latency {lat:>8s} ms "
               f"wall {wall:5.1f} s {'' if ok else '  <-- MISMATCH'}", flush=True)
         (ns.out / "gpu_examples.json").write_text(json.dumps(records, indent=1))
@@ -71,7 +84,7 @@ def main() -> int:
           "|---|---|---|---|---|---|---|---|", *rows]
     (ns.out / "gpu_examples.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
-    return 1 if mismatched else 0
+    return 1 if mismatched or not all(r["matches"] for r in records) else 0
 
 
 if __name__ == "__main__":
