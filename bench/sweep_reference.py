@@ -1,19 +1,36 @@
-"""Scratch sweep of launch configurations for the reference kernels' Hopper path.
+"""Sweep of launch configurations for the reference kernels' Hopper path.
 
     python bench/sweep_reference.py [--out DIR] [--only tf32|ieee] [--budget SECONDS]
 
 At M=8192, N=6144, K=4096 (A: M x N, B: N x K, uniform(-10, 10) float32) it
-times cuBLAS (TF32 on and off) and then each configuration in TF32 and IEEE
-below with triton.testing.do_bench (median), checks each result against cuBLAS
-FP32 (relative Frobenius error), and prints a table; DIR/sweep.json gets the
-rows. A configuration that fails to compile or launch is reported and skipped.
+times cuBLAS (TF32 on and off), the B transpose (torch and _transpose_kernel
+tiles), then each configuration of reference.matmul._tma_matmul_kernel below
+(TF32 twice: with the B^T copy, and "[no copy]" on a B whose transpose is
+already TMA-ready) and the generic kernel, with triton.testing.do_bench
+(median); checks each result against cuBLAS FP32 (relative Frobenius error)
+and prints a table; DIR/sweep.json gets the rows. A configuration that fails
+to compile or launch is reported and skipped.
+
+Seen on an H100 (2026-11-22, torch 2.11, triton 3.6; cuBLAS TF32 1.11-1.15 ms,
+FP32 8.04-8.16 ms; timings move by ~2% between runs):
+  tf32, B read as it is (Triton re-stores each tile transposed): 4.98 ms.
+  tf32, C^T = B^T A^T with B^T fed to wgmma from registers: 1.19 ms at
+    256x128x32, but wrong results (errors up to 2e-2 instead of 8e-4) from a
+    register race in Triton 3.6's pipelining; removed.
+  tf32, B^T copy (0.073 ms, 2.7 TB/s) + 128x256x32 w8 s3: 1.176 ms (95%);
+    256x128: 1.28; 128x128 w8 s4: 1.35; 128x128 w4 x2 per SM: 1.63;
+    FLATTEN, GROUP_M 4/16, 4 stages: no better. Hopper warp specialization
+    (tl.range(warp_specialize=True)) did not take effect in Triton 3.6.
+  ieee: 64x128x32 or 128x64x32 w4, 3 per SM: 9.28 ms (88%); 128x128x32 w8:
+    9.42; generic pointer kernel 128x128x32 w8: 9.44; 128x128x16 w4 x2: 9.65
+    to 10.1; 128x256/256x128 (128 accumulators a thread): 10.0-10.8; 64x64 w2
+    x6: 10.26; register caps of 128 spill. The inner loop is ~90% FFMA.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -28,56 +45,58 @@ import reference.matmul as rm  # noqa: E402
 M, N, K = 8192, 6144, 4096
 FLOP = 2.0 * M * N * K
 
-BASE = dict(GROUP_M=8, EPI_SPLIT=2, FLATTEN=False, ctas_per_sm=1)
+BASE = dict(GROUP_M=8, EPI_SPLIT=2, FLATTEN=False, ctas_per_sm=1, maxnreg=None)
 
 
-def cfg(operands, bm, bk, bn, warps, stages, **kw):
-    c = dict(BASE, OPERANDS=operands, BLOCK_M=bm, BLOCK_K=bk, BLOCK_N=bn, num_warps=warps, num_stages=stages)
+def cfg(b_transposed, bm, bk, bn, warps, stages, **kw):
+    c = dict(BASE, B_TRANSPOSED=b_transposed, BLOCK_M=bm, BLOCK_K=bk, BLOCK_N=bn, num_warps=warps,
+             num_stages=stages)
     c.update(kw)
     return c
 
 
 TF32 = [
-    cfg("swap", 256, 128, 32, 8, 3),
-    cfg("swap", 256, 128, 16, 8, 4),
-    cfg("swap", 256, 128, 16, 8, 5),
-    cfg("swap", 256, 128, 32, 8, 3, FLATTEN=True),
-    cfg("swap", 256, 128, 32, 8, 3, GROUP_M=16),
-    cfg("swap", 128, 256, 32, 8, 3),
-    cfg("swap", 128, 128, 32, 4, 4, EPI_SPLIT=1),
-    cfg("swap", 128, 128, 32, 4, 3, ctas_per_sm=2, EPI_SPLIT=2),
-    cfg("bt", 128, 256, 32, 8, 3),
-    cfg("bt", 256, 128, 32, 8, 3),
-    cfg("bt", 128, 256, 32, 8, 3, FLATTEN=True),
-    cfg("ab", 128, 256, 32, 8, 3),
+    cfg(True, 128, 256, 32, 8, 3),
+    cfg(True, 128, 256, 32, 8, 4, EPI_SPLIT=4),
+    cfg(True, 128, 256, 32, 8, 3, GROUP_M=4),
+    cfg(True, 128, 256, 32, 8, 3, GROUP_M=16),
+    cfg(True, 128, 256, 32, 8, 3, FLATTEN=True),
+    cfg(True, 128, 256, 32, 8, 3, EPI_SPLIT=4),
+    cfg(True, 256, 128, 32, 8, 3),
+    cfg(True, 128, 128, 32, 4, 2, ctas_per_sm=2),
+    cfg(True, 128, 128, 32, 8, 4),
 ]
 
 IEEE = [
-    cfg("ab", 128, 128, 16, 4, 3, ctas_per_sm=2),
-    cfg("ab", 128, 128, 16, 4, 4, ctas_per_sm=2),
-    cfg("ab", 128, 128, 32, 4, 3, ctas_per_sm=2),
-    cfg("ab", 128, 128, 32, 4, 2, ctas_per_sm=2),
-    cfg("ab", 128, 128, 16, 4, 3, ctas_per_sm=1),
-    cfg("ab", 128, 128, 32, 8, 3),
-    cfg("ab", 128, 128, 16, 8, 3),
-    cfg("ab", 128, 256, 16, 8, 3),
-    cfg("ab", 256, 128, 16, 8, 3),
-    cfg("ab", 128, 64, 16, 4, 3, ctas_per_sm=2),
-    cfg("ab", 128, 128, 16, 4, 3, ctas_per_sm=2, FLATTEN=True),
-    cfg("ab", 128, 128, 16, 4, 3, ctas_per_sm=2, EPI_SPLIT=1),
+    cfg(False, 128, 128, 32, 8, 3),
+    cfg(False, 128, 128, 32, 8, 4),
+    cfg(False, 128, 128, 32, 8, 3, GROUP_M=16),
+    cfg(False, 128, 128, 64, 8, 2),
+    cfg(False, 128, 64, 32, 4, 3, ctas_per_sm=3),
+    cfg(False, 64, 128, 32, 4, 3, ctas_per_sm=3),
+    cfg(False, 64, 64, 32, 2, 3, ctas_per_sm=6),
+    cfg(False, 128, 256, 32, 8, 3, maxnreg=255),
+    cfg(False, 128, 128, 16, 4, 3, ctas_per_sm=2, EPI_SPLIT=1),
+]
+
+TRANSPOSE = [
+    dict(BLOCK_R=64, BLOCK_C=64, num_warps=4),
+    dict(BLOCK_R=64, BLOCK_C=64, num_warps=8),
+    dict(BLOCK_R=128, BLOCK_C=64, num_warps=8),
+    dict(BLOCK_R=64, BLOCK_C=128, num_warps=8),
+    dict(BLOCK_R=32, BLOCK_C=128, num_warps=4),
+    dict(BLOCK_R=128, BLOCK_C=128, num_warps=8),
 ]
 
 # The generic (pointer, non-persistent) kernel, for comparison.
 GENERIC_IEEE = [
     dict(BLOCK_M=128, BLOCK_K=128, BLOCK_N=32, GROUP_M=8, num_warps=8, num_stages=3),  # today's
-    dict(BLOCK_M=128, BLOCK_K=128, BLOCK_N=16, GROUP_M=8, num_warps=4, num_stages=3),
-    dict(BLOCK_M=128, BLOCK_K=128, BLOCK_N=32, GROUP_M=8, num_warps=4, num_stages=3),
 ]
 
 
 def label(c):
-    s = f"{c['OPERANDS']} {c['BLOCK_M']}x{c['BLOCK_K']}x{c['BLOCK_N']} w{c['num_warps']} s{c['num_stages']} c{c['ctas_per_sm']}"
-    extras = [f"{k}={c[k]}" for k in ("GROUP_M", "EPI_SPLIT", "FLATTEN") if c[k] != BASE[k]]
+    s = f"{'bt' if c['B_TRANSPOSED'] else 'b'} {c['BLOCK_M']}x{c['BLOCK_K']}x{c['BLOCK_N']} w{c['num_warps']} s{c['num_stages']} c{c['ctas_per_sm']}"
+    extras = [f"{k}={c[k]}" for k in ("GROUP_M", "EPI_SPLIT", "FLATTEN", "maxnreg") if c[k] != BASE[k]]
     return s + (" " + " ".join(extras) if extras else "")
 
 
@@ -137,10 +156,23 @@ def main():
     fp32_base = min(r["ms"] for r in rows if r["name"] == "cuBLAS FP32")
     bt = torch.empty((K, N), device="cuda")
     record("misc", "B transpose copy (torch)", lambda: bt.copy_(b.t()), check=False)
+    bw = 2 * 4 * N * K  # bytes read + written
+    for tc in TRANSPOSE:
+        grid = (triton.cdiv(N, tc["BLOCK_R"]), triton.cdiv(K, tc["BLOCK_C"]))
+
+        def tr(tc=tc, grid=grid):
+            rm._transpose_kernel[grid](b, bt, N, K, b.stride(0), b.stride(1), bt.stride(0), **tc)
+        record("misc", "transpose {BLOCK_R}x{BLOCK_C} w{num_warps}".format(**tc), tr, check=False)
+        if "ms" in rows[-1]:
+            rows[-1]["TBps"] = bw / rows[-1]["ms"] * 1e-9
+            print(f"      {rows[-1]['TBps']:.2f} TB/s; exact: {torch.equal(bt, b.t())}")
+    b_kmajor = b.t().contiguous().t()  # same values; its transpose is TMA-ready, so no copy
 
     if args.only in (None, "tf32"):
         for cf in TF32:
             record("tf32", label(cf), lambda cf=cf: rm._fast_launch(a, b, c, "tf32", cf), base=tf32_base)
+            record("tf32", label(cf) + " [no copy]", lambda cf=cf: rm._fast_launch(a, b_kmajor, c, "tf32", cf),
+                   base=tf32_base)
     if args.only in (None, "ieee"):
         for cf in IEEE:
             record("ieee", label(cf), lambda cf=cf: rm._fast_launch(a, b, c, "ieee", cf), base=fp32_base, rep=300)

@@ -10,6 +10,7 @@ import os
 
 import pytest
 import torch
+import triton
 
 if not torch.cuda.is_available():  # also set by conftest.py; harmless twice
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -338,9 +339,14 @@ def test_gpu_fast_path_is_taken(mode, monkeypatch):
     a, b = _cuda_uniform((300, 512), seed=1), _cuda_uniform((512, 200), seed=2)
     ref = a.double() @ b.double()
     monkeypatch.setattr(rm, "_matmul_kernel", Unusable())
+    monkeypatch.setattr(rm, "_FAST_CHOICE", {})
     c = matmul(a, b, mode=mode)
     assert c.shape == (300, 200) and c.is_contiguous()
     assert _rel_fro(c, ref) <= (2e-3 if mode == "tf32" else 2e-6)
+    # The configuration chosen for this shape is kept for the next call.
+    (key, cfg), = rm._FAST_CHOICE.items()
+    assert key[1:] == (mode, 300, 512, 200) and cfg in rm._FAST_CONFIGS[mode]
+    assert torch.equal(matmul(a, b, mode=mode), c)
 
 
 @pytest.mark.gpu
@@ -375,3 +381,33 @@ def test_gpu_unaligned_or_strided_inputs_fall_back(mode):
         assert not rm._fast_path(a, b, mode)
         rel = _rel_fro(matmul(a, b, mode=mode), a.double() @ b.double())
         assert rel <= (2e-3 if mode == "tf32" else 2e-6)
+
+
+@pytest.mark.parametrize("b_transposed", [False, True], ids=["B", "Bt"])
+@pytest.mark.parametrize("epi_split", [1, 2, 4])
+def test_tma_kernel_tiling(b_transposed, epi_split, monkeypatch):
+    # The fast path's kernel itself, with small tiles and few persistent
+    # programs (each walks several tiles in grouped order, partial tiles on
+    # every edge): under the interpreter on CPU, or compiled on Hopper.
+    if HAS_CUDA and not _hopper():
+        pytest.skip("the TMA kernel needs compute capability >= 9")
+    monkeypatch.setattr(rm, "_device_info", lambda device: (0, (9, 0), 3))
+    cfg = dict(B_TRANSPOSED=b_transposed, BLOCK_M=32, BLOCK_K=64, BLOCK_N=16, GROUP_M=2,
+               EPI_SPLIT=epi_split, FLATTEN=False, num_warps=4, num_stages=2, ctas_per_sm=1, maxnreg=None)
+    M, N, K = 70, 40, 92  # N, K multiples of 4: 16-byte aligned rows
+    a, b = operands(M, N, K, 10.0, seed=13)
+    ref, absprod, _ = f64_refs(a, b)
+    c = torch.full((M, K), float("nan"), device=DEVICE)
+    rm._fast_launch(a, b, c, "ieee", cfg)
+    assert torch.all((c.double() - ref).abs() <= (gamma(N, 2.0**-24) + 2.0**-24) * absprod)
+
+
+@pytest.mark.parametrize("view", ["rows", "strided", "transposed"])
+def test_transpose_kernel(view):
+    base = rand((37, 50), 10.0, seed=14)
+    src = {"rows": base, "strided": base[:, ::2], "transposed": base.t()}[view]
+    R, C = src.shape
+    dst = rm._aligned_empty(C, R, DEVICE)
+    rm._transpose_kernel[(triton.cdiv(R, 16), triton.cdiv(C, 16))](
+        src, dst, R, C, src.stride(0), src.stride(1), dst.stride(0), BLOCK_R=16, BLOCK_C=16)
+    assert torch.equal(dst, src.t())
