@@ -76,7 +76,7 @@ def main() -> int:
               f"wall {wall:5.1f} s {'' if ok else '  <-- MISMATCH'}", flush=True)
         (ns.out / "gpu_examples.json").write_text(json.dumps(records, indent=1))
     head = records[0] if records else {}
-    md = [f"# Example submissions graded on the GPU", "",
+    md = ["# Example submissions graded on the GPU", "",
           f"- date: {head.get('started_at')}", f"- device: {head.get('device_name')}",
           f"- versions: {head.get('versions')}", f"- seed: {ns.seed}, policy fp32",
           f"- sandbox: {head.get('sandbox')}", "",

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from judge import baselines, timing  # noqa: E402
+from judge import baselines  # noqa: E402
 from judge.grader import GradeOptions, grade  # noqa: E402
 
 SHAPE = (8192, 6144, 4096)

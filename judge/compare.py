@@ -105,12 +105,6 @@ def _flat(trials: list[Trial]):
     return got, exact, p1, p2sq, n
 
 
-def _safe_div(num: float, den: float) -> float:
-    if den > 0:
-        return num / den
-    return 0.0 if num == 0 else math.inf
-
-
 def statistics(trials: list[Trial]) -> Stats:
     got, exact, p1, p2sq, n = _flat(trials)
     finite = torch.isfinite(got)
@@ -179,6 +173,23 @@ def _mismatch_list(mask: torch.Tensor, trials: list[Trial], shown_expected) -> t
     return count, first
 
 
+def _against(trials: list[Trial], got: torch.Tensor, reference: torch.Tensor, allowed: torch.Tensor,
+             shown) -> tuple[int, list[Mismatch], float]:
+    """Elements further than `allowed` from `reference`, or NaN/inf where it is
+    finite: how many, the first few, and the worst |got − reference| / allowed
+    (infinite when an output is NaN/inf)."""
+    finite = torch.isfinite(got)
+    diff = torch.where(finite, (got - reference).abs(), torch.zeros_like(got))
+    bad = (~finite | (diff > allowed)) & torch.isfinite(reference)
+    count, first = _mismatch_list(bad, trials, shown)
+    if bool((~finite & torch.isfinite(reference)).any()):
+        return count, first, math.inf
+    return count, first, float((diff / allowed).max()) if got.numel() else 0.0
+
+
+NONFINITE = "{} NaN/inf outputs where the expected value is finite"
+
+
 # --- policies ------------------------------------------------------------------
 
 class Policy(BaseModel):
@@ -206,11 +217,8 @@ class Fp32Policy(Policy):
     def compare(self, trials: list[Trial]) -> Comparison:
         stats = statistics(trials)
         got, exact, *_ = _flat(trials)
-        bound = self.elementwise_bound(trials)
-        bad = ~torch.isfinite(got) | ((got - exact).abs() > bound)
-        bad &= torch.isfinite(exact)
-        count, first = _mismatch_list(bad, trials, lambda t: t.expected.exact)
-        bound_ratio = stats.elementwise_fp32 / self.elementwise_multiple
+        count, first, bound_ratio = _against(trials, got, exact, self.elementwise_bound(trials),
+                                             lambda t: t.expected.exact)
         norm_ratio = stats.normwise_fp32 / self.normwise_multiple
         passed = count == 0 and norm_ratio <= 1 and stats.nonfinite == 0
         diagnosis = None if passed else diagnose(stats)
@@ -218,7 +226,7 @@ class Fp32Policy(Policy):
             message = (f"within float32 accuracy (worst element at {bound_ratio:.2g} of its bound, "
                        f"normwise {norm_ratio:.2g})")
         elif stats.nonfinite:
-            message = f"{stats.nonfinite} NaN/inf outputs where the expected value is finite"
+            message = NONFINITE.format(stats.nonfinite)
         elif count:
             message = (f"{count} of {stats.elements} elements beyond the float32 bound "
                        f"(worst at {bound_ratio:.3g}× the bound)")
@@ -246,12 +254,7 @@ class Tf32Policy(Policy):
         # Each input rounded by at most 2⁻¹⁰ (truncation) gives |Δp| ≤ 2⁻⁹·|p| for
         # every product, whatever the data; float32 accumulation comes on top.
         bound = (2.0**-9 + self.elementwise_multiple * U32 * math.sqrt(n)) * p1 + n * TINY
-        bad = (~torch.isfinite(got) | ((got - exact).abs() > bound)) & torch.isfinite(exact)
-        count, first = _mismatch_list(bad, trials, lambda t: t.expected.exact)
-        err = torch.where(torch.isfinite(got), (got - exact).abs(), torch.zeros_like(got))
-        bound_ratio = float((err / bound).max()) if got.numel() else 0.0
-        if stats.nonfinite:
-            bound_ratio = math.inf
+        count, first, bound_ratio = _against(trials, got, exact, bound, lambda t: t.expected.exact)
         norm_ratio = stats.input_rounding / self.max_input_rounding
         passed = count == 0 and norm_ratio <= 1 and stats.nonfinite == 0
         diagnosis = None if passed else diagnose(stats)
@@ -259,7 +262,7 @@ class Tf32Policy(Policy):
             message = (f"within TF32 accuracy (inputs rounded to ≈2^{math.log2(max(stats.input_rounding, 1e-300)):.1f}; "
                        f"worst element at {bound_ratio:.2g} of its bound)")
         elif stats.nonfinite:
-            message = f"{stats.nonfinite} NaN/inf outputs where the expected value is finite"
+            message = NONFINITE.format(stats.nonfinite)
         elif count:
             message = f"{count} of {stats.elements} elements beyond the TF32 bound"
         else:
@@ -285,15 +288,8 @@ class LeetgpuPolicy(Policy):
         stats = statistics(trials)
         got = torch.cat([t.got.reshape(-1).to(torch.float64) for t in trials])
         ref = torch.cat([t.expected.fp32.reshape(-1).to(torch.float64) for t in trials])
-        allowed = self.atol + self.rtol * ref.abs()
-        diff = (got - ref).abs()
-        bad = ~torch.isfinite(got) | (diff > allowed)
-        bad &= torch.isfinite(ref)
-        count, first = _mismatch_list(bad, trials, lambda t: t.expected.fp32)
-        finite_diff = torch.where(torch.isfinite(got), diff, torch.zeros_like(diff))
-        bound_ratio = float((finite_diff / allowed).max()) if got.numel() else 0.0
-        if stats.nonfinite:
-            bound_ratio = math.inf
+        count, first, bound_ratio = _against(trials, got, ref, self.atol + self.rtol * ref.abs(),
+                                             lambda t: t.expected.fp32)
         passed = count == 0
         diagnosis = None
         if passed:

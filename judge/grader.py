@@ -13,7 +13,6 @@ import importlib
 import math
 import os
 import platform
-import sys
 import time
 import traceback
 from pathlib import Path

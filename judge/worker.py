@@ -214,7 +214,6 @@ class Worker:
 
     def _call(self, args) -> dict | None:
         """Call solve once, under the rules; None on success, else the failure."""
-        global _launches
         before = _launches
         failure = None
         try:
