@@ -19,7 +19,7 @@ def cache_path() -> Path:
 
 def cache_key(challenge: str, shape: str, gpu: dict, versions: dict) -> str:
     return "|".join([challenge, shape, str(gpu.get("name")), str(gpu.get("driver")),
-                     versions.get("torch", ""), versions.get("triton", "")])
+                     versions.get("torch", ""), versions.get("triton", ""), f"timing method {timing.METHOD}"])
 
 
 def _read_cache() -> dict:

@@ -97,12 +97,15 @@ def init(name, path):
                    "Default: 40 + 60 points, log scale from the reference's TF32 latency to cuBLAS TF32's.")
 @click.option("--refresh-baselines", is_flag=True,
               help="Re-measure the cuBLAS and reference baselines instead of using the cached ones.")
+@click.option("--workers", type=click.IntRange(1, 16), default=None,
+              help="Worker processes running the small cases side by side (each compiles its own kernels). "
+                   "Default: min(4, CPU count). Large cases and timing always run alone.")
 @click.option("--case-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per case (default 60).")
 @click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for the whole submission (default 900).")
 def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_answer, no_timing,
-           scoring_file, refresh_baselines, case_timeout, total_timeout):
+           scoring_file, refresh_baselines, workers, case_timeout, total_timeout):
     """Grade the submission file PATH.
 
     Exit status: 0 accepted, 1 any other verdict, 2 usage error."""
@@ -120,7 +123,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     try:
         options = GradeOptions(challenge=challenge_name, device=device, policy=policy, seed=seed,
                                stop_on_wrong_answer=stop_on_wrong_answer, time=not no_timing,
-                               refresh_baselines=refresh_baselines, scoring=load_policy(scoring_file),
+                               refresh_baselines=refresh_baselines, workers=workers, scoring=load_policy(scoring_file),
                                limits=Limits(**limits))
     except ValidationError as exc:
         raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None

@@ -13,8 +13,10 @@ import importlib
 import math
 import os
 import platform
+import threading
 import time
 import traceback
+from collections import deque
 from pathlib import Path
 from typing import Literal
 
@@ -58,6 +60,7 @@ class CaseResult(BaseModel):
 
 TIMED_SETS = 3  # buffer sets rotated while timing (refilled with fresh data every call)
 CHECKSUM_TOLERANCE = 1e-7  # of Σ(|A|·|B|): see _Run.stale_calls
+LARGE_CASE_BYTES = 256 << 20  # a case moving more than this runs alone, after the others
 
 
 class Timing(BaseModel):
@@ -68,6 +71,7 @@ class Timing(BaseModel):
     reps: int
     sets: int
     l2_flush_bytes: int
+    warmup_calls: int = 0  # untimed calls, back to back, before the timed ones
     tflops: float
     gpu_before: dict
     gpu_after: dict
@@ -93,6 +97,7 @@ class GradeOptions(BaseModel):
     stop_on_wrong_answer: bool = False
     time: bool = True
     refresh_baselines: bool = False
+    workers: int | None = Field(None, ge=1, le=16)  # None: min(4, CPU count)
     scoring: ScoringPolicy = Field(default_factory=ScoringPolicy)
     limits: Limits = Field(default_factory=Limits)
 
@@ -118,6 +123,9 @@ class GradeResult(BaseModel):
     stderr: str
     started_at: str
     duration_s: float
+    # Where the grading's wall time went: starting and loading the workers,
+    # the cases, timing, baselines (measured or read from the cache).
+    phase_seconds: dict[str, float] = {}
 
 
 def choose_device(requested: str | None) -> str:
@@ -139,7 +147,8 @@ def versions() -> dict[str, str]:
 
 
 class _Run:
-    """State of one grading: the worker (restartable) and the clock."""
+    """State of one grading shared by its workers: the case data, the
+    checks, the clock, the output collected."""
 
     def __init__(self, challenge: Challenge, path: Path, device: str, options: GradeOptions):
         self.challenge = challenge
@@ -151,49 +160,24 @@ class _Run:
         self.seed = options.seed if options.seed is not None else case_data.new_run_seed()
         self.secret = case_data.load_secret()
         self.deadline = time.monotonic() + self.limits.total_timeout_s
-        self.worker: WorkerProcess | None = None
         self.stdout: list[str] = []
         self.stderr: list[str] = []
         self.reference = challenge.reference_fn()
+        # The judge's own tensor work (building inputs, the truth, comparing)
+        # is done one case at a time even while several workers run cases.
+        self.checking = threading.Lock()
+        self.phases: dict[str, float] = {}  # seconds by phase, for GradeResult.phase_seconds
 
-    # --- worker --------------------------------------------------------------
+    # --- workers -------------------------------------------------------------
 
     def time_left(self, per_request: float) -> float:
         return max(0.1, min(per_request, self.deadline - time.monotonic()))
 
-    def start_worker(self) -> tuple[str, str] | None:
-        """Start and load; None when ready, else (status, message)."""
-        # Hidden from a sandboxed worker: the secret, and the folder the
-        # submission came from (its neighbours may be other students' files).
-        hidden = [case_data.secret_path().parent, self.path.resolve().parent]
-        self.worker = WorkerProcess(self.path, self.device, self.limits, hidden=hidden)
-        self.worker.start()
-        arg_names = [a.name for a in self.challenge.signature]
-        try:
-            reply, _ = self.worker.request(
-                {"op": "load", "path": "submission.py", "device": self.device,
-                 "emulate_tf32": True, "gpu_memory_fraction": self.limits.gpu_memory_fraction,
-                 "arity": len(arg_names), "arg_names": arg_names},
-                self.time_left(self.limits.load_timeout_s), max_blob_bytes=0)
-        except WorkerDied as exc:
-            return "runtime_error", f"while loading the file: {exc}"
-        except WorkerTimeout as exc:
-            return "time_limit_exceeded", f"while loading the file: {exc}"
-        except ProtocolError as exc:
-            return "runtime_error", f"while loading the file: the worker sent garbage ({exc})"
-        if reply.get("status") != "ok":
-            return _status(reply), str(reply.get("message", ""))[:4000]
-        return None
-
-    def stop_worker(self) -> None:
-        if self.worker is not None:
-            out, err = self.worker.output()
-            self.worker.close()
-            if out:
-                self.stdout.append(out)
-            if err:
-                self.stderr.append(err)
-            self.worker = None
+    def collect_output(self, out: str, err: str) -> None:
+        if out:
+            self.stdout.append(out)
+        if err:
+            self.stderr.append(err)
 
     # --- cases ---------------------------------------------------------------
 
@@ -249,7 +233,7 @@ class _Run:
                 trials.append(Trial(got=got[name], expected=expected[name]))
         return self.policy.compare(trials)
 
-    def run_case(self, case: Case, kind: str) -> CaseResult:
+    def run_case(self, case: Case, kind: str, slot: "_Slot") -> CaseResult:
         result = CaseResult(name=case.name, kind=kind, shape=self.challenge.shape_label(case),
                             dims=dict(case.dims), status="not_run")
         if self.device == "cpu":
@@ -264,29 +248,30 @@ class _Run:
         plan = case_data.input_plan(self.challenge, case)
         seeds = self.seeds(case)
         result.trials = len(seeds)
-        assert self.worker is not None
+        assert slot.worker is not None
         try:
-            reply, blobs = self.worker.request(
+            reply, blobs = slot.worker.request(
                 {"op": "run", "plan": plan, "seeds": seeds, "return_inputs": True},
                 self.time_left(self.limits.case_timeout_s), max_blob_bytes=self.reply_bytes(plan, len(seeds)))
         except WorkerDied as exc:
             result.status, result.message = "runtime_error", str(exc)
-            self.worker_lost()
+            slot.stop()
         except WorkerTimeout as exc:
             result.status, result.message = "time_limit_exceeded", str(exc)
-            self.worker_lost()
+            slot.stop()
         except ProtocolError as exc:
             result.status, result.message = "runtime_error", f"the worker sent garbage: {exc}"
-            self.worker_lost()
+            slot.stop()
         else:
             if reply.get("status") != "ok":
                 result.status, result.message = _status(reply), str(reply.get("message", ""))[:4000]
             else:
-                outputs, inputs, rule = self.unpack(plan, blobs, seeds)
-                if rule:
-                    result.status, result.message = "rejected", rule
-                else:
-                    self.fill(result, self.compare(outputs, inputs))
+                with self.checking:
+                    outputs, inputs, rule = self.unpack(plan, blobs, seeds)
+                    if rule:
+                        result.status, result.message = "rejected", rule
+                    else:
+                        self.fill(result, self.compare(outputs, inputs))
         result.seconds = round(time.monotonic() - started, 3)
         return result
 
@@ -301,13 +286,14 @@ class _Run:
         result.diagnosis = cmp.diagnosis
         result.message = cmp.message
 
-    def worker_lost(self) -> None:
-        if self.worker is not None:
-            self.stop_worker()
+    def is_large(self, case: Case) -> bool:
+        """Cases whose buffers are too big to run beside others: run alone."""
+        plan = case_data.input_plan(self.challenge, case)
+        return self.device == "cuda" and self.reply_bytes(plan, self.challenge.trials(case)) > LARGE_CASE_BYTES
 
     # --- timing --------------------------------------------------------------
 
-    def time_performance(self, case: Case) -> tuple[Timing | None, CaseResult | None]:
+    def time_performance(self, case: Case, slot: "_Slot") -> tuple[Timing | None, CaseResult | None]:
         """Latency of the performance case over TIMED_SETS input sets. Every
         set's final output is checked in full, and every timed call's output
         summary against it: a call that skipped or changed its work is caught."""
@@ -315,25 +301,26 @@ class _Run:
         seeds = [case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, 1000 + i)
                  for i in range(TIMED_SETS)]
         base = case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, 999)
-        assert self.worker is not None
+        assert slot.worker is not None
         failure = CaseResult(name=f"{case.name} (timed)", kind="performance",
                              shape=self.challenge.shape_label(case), dims=dict(case.dims), status="not_run")
         before = gpuinfo.snapshot()
         asked = time.monotonic()
         try:
-            reply, blobs = self.worker.request(
+            reply, blobs = slot.worker.request(
                 {"op": "time", "plan": plan, "seeds": seeds, "call_seed": base},
                 self.time_left(self.limits.case_timeout_s * 2),
                 max_blob_bytes=self.reply_bytes(plan, len(seeds)))
         except (WorkerDied, ProtocolError) as exc:
             failure.status, failure.message = "runtime_error", f"while timing: {exc}"
-            self.worker_lost()
+            slot.stop()
             return None, failure
         except WorkerTimeout as exc:
             failure.status, failure.message = "time_limit_exceeded", f"while timing: {exc}"
-            self.worker_lost()
+            slot.stop()
             return None, failure
         wall_s = time.monotonic() - asked
+        self.phases["timing_worker"] = round(wall_s, 3)
         after = gpuinfo.snapshot()
         if reply.get("status") != "ok":
             failure.status, failure.message = _status(reply), str(reply.get("message", ""))[:4000]
@@ -360,7 +347,7 @@ class _Run:
             stale = self.stale_calls(plan, base, raw["checks"])
             median = float(raw["median_ms"])
             timing = Timing(**{k: raw[k] for k in ("median_ms", "mean_ms", "min_ms", "sem_ms", "reps",
-                                                    "l2_flush_bytes", "sets")},
+                                                    "l2_flush_bytes", "sets", "warmup_calls")},
                             tflops=self.challenge.flop_count(case) / (median * 1e-3) / 1e12,
                             gpu_before=before, gpu_after=after,
                             throttle_warning=gpuinfo.throttle_warning(before, after))
@@ -437,48 +424,42 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
     if policy_name not in challenge.tolerance.allowed_policies:
         raise UsageError(f"policy {policy_name!r} is not allowed for {challenge.name} "
                          f"(allowed: {', '.join(challenge.tolerance.allowed_policies)})")
-    device = choose_device(options.device)
-    import torch
-    if device == "cpu" and not torch.cuda.is_available():
-        # No GPU: the reference kernels run under the interpreter. Triton
-        # decides when a kernel is defined, so this precedes their import.
-        # (With a GPU they stay compiled, and CPU-mode truth borrows it.)
-        os.environ["TRITON_INTERPRET"] = "1"
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    clock = time.monotonic()
-    run = _Run(challenge, path, device, options)
+    started = time.monotonic()
+    # Start the workers before importing torch here: both take seconds.
+    guess = options.device or _guess_device()
+    early = [_spawn(path, guess, options.limits)
+             for _ in range(_slot_count(options, len(challenge.functional) + 2))]
+    try:
+        device = choose_device(options.device)
+        if device != guess:  # torch disagrees with the guess (say, a CPU build of torch on a GPU host)
+            for worker in early:
+                worker.close()
+            early = []
+        import torch
+        if device == "cpu" and not torch.cuda.is_available():
+            # No GPU: the reference kernels run under the interpreter. Triton
+            # decides when a kernel is defined, so this precedes their import.
+            # (With a GPU they stay compiled, and CPU-mode truth borrows it.)
+            os.environ["TRITON_INTERPRET"] = "1"
+        run = _Run(challenge, path, device, options)
+    except BaseException:
+        for worker in early:
+            worker.close()
+        raise
 
-    results: list[CaseResult] = []
     timing: Timing | None = None
     timing_note: str | None = None
     performance: Performance | None = None
-    load_message = ""
     ordered = [(challenge.example, "example")] + [(c, "functional") for c in challenge.functional] \
         + [(challenge.performance, "performance")]
+    results: list[CaseResult] = []
+    load_message = ""
+    slots = [_Slot(run) for _ in range(_slot_count(options, len(ordered)))]
+    for slot, worker in zip(slots, early):
+        slot.worker, slot.loaded = worker, False
     try:
-        failed_load = run.start_worker()
-        stop = None
-        if failed_load:
-            # The file did not load: the first case carries why, the rest do not run.
-            load_message = failed_load[1]
-            stop = failed_load[0]
-            results.append(_unrun(challenge, ordered[0][0], ordered[0][1], *failed_load))
-            ordered = ordered[1:]
-        for case, kind in ordered:
-            if stop is None and run.worker is None:  # the last one died: a fresh worker
-                restart = run.start_worker()
-                if restart:
-                    stop = restart[0]
-                    results.append(_unrun(challenge, case, kind, restart[0], restart[1]))
-                    continue
-            if stop is not None:
-                results.append(_unrun(challenge, case, kind, "not_run",
-                                      _not_run_reason(stop, failed_load is not None)))
-                continue
-            result = run.run_case(case, kind)
-            results.append(result)
-            if result.status in STOPPING or (result.status == "wrong_answer" and options.stop_on_wrong_answer):
-                stop = result.status
+        results, load_message = _run_cases(run, ordered, slots)
         verdict = _verdict(results)
         if verdict is Verdict.ACCEPTED:
             if device != "cuda":
@@ -486,23 +467,30 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
             elif not options.time:
                 timing_note = "not timed: timing was turned off"
             else:
-                if run.worker is None:
-                    restart = run.start_worker()
-                    if restart:
-                        results.append(_unrun(challenge, challenge.performance, "performance", *restart))
-                if run.worker is not None:
-                    timing, failure = run.time_performance(challenge.performance)
+                slot = slots[0]
+                restart = slot.ensure()
+                if restart:
+                    results.append(_unrun(challenge, challenge.performance, "performance", *restart))
+                else:
+                    clock = time.monotonic()
+                    timing, failure = run.time_performance(challenge.performance, slot)
+                    # The judge's share: unpacking and checking the timed outputs.
+                    run.phases["timing_checks"] = round(time.monotonic() - clock
+                                                        - run.phases.get("timing_worker", 0.0), 3)
                     if failure:
                         results.append(failure)
                     elif timing is not None:
+                        clock = time.monotonic()
                         performance = _performance(run, challenge.performance, timing)
+                        run.phases["baselines"] = round(time.monotonic() - clock, 3)
                 verdict = _verdict(results)
     except Exception:  # noqa: BLE001 - a judge fault must still yield a result
         verdict = Verdict.INTERNAL_ERROR
         load_message = "the judge failed: " + traceback.format_exc(limit=6)[-3000:]
         timing = None
     finally:
-        run.stop_worker()
+        for slot in slots:
+            slot.stop()
 
     message = _summary(verdict, results, load_message)
     return GradeResult(
@@ -516,8 +504,164 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
         sandbox=detect_sandbox().describe(),
         stdout=_join_capped(run.stdout, options.limits.output_cap_bytes),
         stderr=_join_capped(run.stderr, options.limits.output_cap_bytes),
-        started_at=started_at, duration_s=round(time.monotonic() - clock, 3),
+        started_at=started_at, duration_s=round(time.monotonic() - started, 3), phase_seconds=run.phases,
     )
+
+
+class _Slot:
+    """One worker process of a grading: started on demand, restarted after
+    its worker died, stopped with its output kept."""
+
+    def __init__(self, run: _Run):
+        self.run = run
+        self.worker: WorkerProcess | None = None
+        self.loaded = False  # False with a worker: started (maybe early), file not loaded yet
+
+    def ensure(self) -> tuple[str, str] | None:
+        """A loaded worker: None when ready, else (status, message)."""
+        if self.worker is not None and self.loaded:
+            return None
+        run = self.run
+        if self.worker is None:
+            self.worker = _spawn(run.path, run.device, run.limits)
+        arg_names = [a.name for a in run.challenge.signature]
+        try:
+            reply, _ = self.worker.request(
+                {"op": "load", "path": "submission.py", "device": run.device,
+                 "emulate_tf32": True, "gpu_memory_fraction": run.limits.gpu_memory_fraction,
+                 "arity": len(arg_names), "arg_names": arg_names},
+                run.time_left(run.limits.load_timeout_s), max_blob_bytes=0)
+        except WorkerDied as exc:
+            failure = "runtime_error", f"while loading the file: {exc}"
+        except WorkerTimeout as exc:
+            failure = "time_limit_exceeded", f"while loading the file: {exc}"
+        except ProtocolError as exc:
+            failure = "runtime_error", f"while loading the file: the worker sent garbage ({exc})"
+        else:
+            if reply.get("status") == "ok":
+                self.loaded = True
+                return None
+            failure = _status(reply), str(reply.get("message", ""))[:4000]
+        self.stop()
+        return failure
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.close()  # first, so its pipes end and the output is complete
+            self.run.collect_output(*self.worker.output())
+            self.worker, self.loaded = None, False
+
+
+def _spawn(path: Path, device: str, limits: Limits) -> WorkerProcess:
+    """A started worker for the submission at `path` (not loaded yet)."""
+    # Hidden from a sandboxed worker: the secret, and the folder the
+    # submission came from (its neighbours may be other students' files).
+    hidden = [case_data.secret_path().parent, path.resolve().parent]
+    worker = WorkerProcess(path, device, limits, hidden=hidden)
+    worker.start()
+    return worker
+
+
+def _guess_device() -> str:
+    """cuda when an NVIDIA device node exists; choose_device (torch) decides."""
+    return "cuda" if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0") else "cpu"
+
+
+def _slot_count(options: GradeOptions, cases: int) -> int:
+    wanted = options.workers if options.workers is not None else min(4, os.cpu_count() or 1)
+    return max(1, min(wanted, cases))
+
+
+def _run_cases(run: _Run, ordered: list[tuple[Case, str]], slots: list[_Slot]) -> tuple[list[CaseResult], str]:
+    """Run the cases: the small ones spread over the slots' workers (each
+    worker compiles its own kernels, in parallel), then the large ones, one
+    at a time, in the first slot. Results are reported as a one-at-a-time
+    run in challenge order would give them: a case that stops the run stops
+    every later case (those already run in parallel are reported not run),
+    and every earlier one still runs. Returns the results and, when the file
+    did not load, why."""
+    challenge = run.challenge
+    clock = time.monotonic()
+    loads = _in_threads([slot.ensure for slot in slots])
+    run.phases["load"] = round(time.monotonic() - clock, 3)
+    failed = next((f for f in loads if f), None)
+    if failed:
+        # The file did not load: the first case carries why, the rest do not run.
+        case, kind = ordered[0]
+        first = _unrun(challenge, case, kind, *failed)
+        return [first] + [_unrun(challenge, c, k, "not_run", _not_run_reason(failed[0], True))
+                          for c, k in ordered[1:]], failed[1]
+
+    results: list[CaseResult | None] = [None] * len(ordered)
+    stop_at = [len(ordered)]  # index of the first case that stopped the run
+    lock = threading.Lock()
+    large = [i for i, (case, _) in enumerate(ordered) if run.is_large(case)]
+    queue = deque(i for i in range(len(ordered)) if i not in large)
+
+    def run_one(index: int, slot: _Slot) -> None:
+        case, kind = ordered[index]
+        restart = slot.ensure()  # after a worker died: a fresh one
+        if restart:
+            result, stops = _unrun(challenge, case, kind, *restart), True
+        else:
+            result = run.run_case(case, kind, slot)
+            stops = result.status in STOPPING or (result.status == "wrong_answer"
+                                                  and run.options.stop_on_wrong_answer)
+        results[index] = result
+        if stops:
+            with lock:
+                stop_at[0] = min(stop_at[0], index)
+
+    def serve(slot: _Slot) -> None:
+        while True:
+            with lock:
+                if not queue or queue[0] >= stop_at[0]:  # the queue is in challenge order
+                    return
+                index = queue.popleft()
+            run_one(index, slot)
+
+    clock = time.monotonic()
+    _in_threads([lambda slot=slot: serve(slot) for slot in slots])
+    for slot in slots[1:]:
+        slot.stop()  # the large cases and the timing run alone
+    run.phases["small_cases"] = round(time.monotonic() - clock, 3)
+    clock = time.monotonic()
+    for index in large:
+        if index < stop_at[0]:
+            run_one(index, slots[0])
+    if large:
+        run.phases["large_cases"] = round(time.monotonic() - clock, 3)
+    stop = stop_at[0]
+    out = []
+    for index, (case, kind) in enumerate(ordered):
+        if index > stop or results[index] is None:
+            reason = _not_run_reason(results[stop].status, False) if stop < len(ordered) else "not run"
+            out.append(_unrun(challenge, case, kind, "not_run", reason))
+        else:
+            out.append(results[index])
+    return out, ""
+
+
+def _in_threads(tasks: list) -> list:
+    """Run the callables each in a thread of its own; their results, in order.
+    An exception in one is raised here, after all have ended."""
+    outcomes: list = [None] * len(tasks)
+
+    def call(k: int) -> None:
+        try:
+            outcomes[k] = (True, tasks[k]())
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller's thread
+            outcomes[k] = (False, exc)
+
+    threads = [threading.Thread(target=call, args=(k,), daemon=True) for k in range(len(tasks))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for ok, value in outcomes:
+        if not ok:
+            raise value
+    return [value for _, value in outcomes]
 
 
 def _performance(run: "_Run", case: Case, timing: Timing) -> Performance | None:
@@ -531,11 +675,17 @@ def _performance(run: "_Run", case: Case, timing: Timing) -> Performance | None:
 
 
 def _join_capped(parts: list[str], cap: int) -> str:
-    """Output of every worker the submission used (each already capped)."""
-    text = "\n".join(parts)
-    if len(text) > 2 * cap:
-        text = text[:2 * cap] + f"\n… [{len(text) - 2 * cap:,} more characters dropped]"
-    return text
+    """Output of every worker the submission used (each already capped),
+    kept to `cap` characters in all, an equal share each, with a note of
+    what was dropped."""
+    share = cap // max(1, len(parts))
+    kept = []
+    for part in parts:
+        if len(part) > share:
+            cut = max(0, share - 64)  # room for the note
+            part = part[:cut] + f"\n… [{len(part) - cut:,} more characters dropped]"
+        kept.append(part)
+    return "\n".join(kept)
 
 
 def _unrun(challenge: Challenge, case: Case, kind: str, status: str, message: str) -> CaseResult:

@@ -10,8 +10,10 @@ killed with its whole process group.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -161,6 +163,34 @@ def describe_exit(returncode: int | None, wrapped: bool = False) -> str:
     return f"the process exited with status {returncode} before reporting"
 
 
+_spawn_requests: "queue.Queue" = queue.Queue()
+_spawner: threading.Thread | None = None
+_spawner_lock = threading.Lock()
+
+
+def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
+    """Popen from one long-lived thread. bwrap's --die-with-parent kills the
+    worker when the *thread* that started it ends (PR_SET_PDEATHSIG), and a
+    grading starts workers from short-lived threads."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = threading.Thread(target=_spawn_loop, name="judge-spawner", daemon=True)
+            _spawner.start()
+    done: concurrent.futures.Future = concurrent.futures.Future()
+    _spawn_requests.put((cmd, kwargs, done))
+    return done.result()
+
+
+def _spawn_loop() -> None:
+    while True:
+        cmd, kwargs, done = _spawn_requests.get()
+        try:
+            done.set_result(subprocess.Popen(cmd, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            done.set_exception(exc)
+
+
 class WorkerProcess:
     """One worker child, serving requests for one submission."""
 
@@ -206,7 +236,7 @@ class WorkerProcess:
             cmd = _bwrap_prefix(self.scratch, self.hidden) + cmd
         elif self.sandbox.tool == "unshare":
             cmd = _unshare_prefix(shutil.which("unshare") or "unshare") + cmd
-        self.proc = subprocess.Popen(
+        self.proc = _popen(
             cmd, cwd=self.scratch, env=self._env(), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(child_sock.fileno(),),
             start_new_session=True,
@@ -235,16 +265,13 @@ class WorkerProcess:
             pass
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None and self.sock is not None:
-            try:
-                protocol.send(self.sock, {"op": "exit"})
-                protocol.recv(self.sock, deadline=time.monotonic() + 5)
-                self.proc.wait(timeout=5)
-            except Exception:  # noqa: BLE001 - any trouble: fall through to kill
-                pass
+        """Kill the worker and its process group, and remove its scratch
+        folder. No polite exit first: its state is disposable, and a CUDA
+        process's own teardown takes seconds."""
         self.kill()
         if self.sock is not None:
             self.sock.close()
+            self.sock = None
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def __enter__(self) -> "WorkerProcess":
@@ -279,4 +306,6 @@ class WorkerProcess:
             raise
 
     def output(self) -> tuple[str, str]:
+        """What the worker printed; complete once it has been closed (before
+        that, waits up to 2 s per stream for more)."""
         return (self.stdout.text() if self.stdout else "", self.stderr.text() if self.stderr else "")

@@ -117,6 +117,8 @@ def render(result: GradeResult, console: Console | None = None) -> None:
     perf = "–" if s.performance is None else f"{s.performance:.1f}"
     console.print(f"Score: [bold]{s.total:.1f}[/] / {s.maximum:g} (correctness {s.correctness:g}, "
                   f"performance {perf}) — {s.note}")
+    phases = ", ".join(f"{name.replace('_', ' ')} {sec:.1f} s" for name, sec in result.phase_seconds.items())
+    console.print(f"[dim]graded in {result.duration_s:.1f} s" + (f" ({phases})" if phases else "") + "[/]")
 
 
 def _shorten_block(text: str, lines: int = 20, width: int = 200) -> str:

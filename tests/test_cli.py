@@ -197,7 +197,8 @@ def test_options_reach_the_grader(isolated, monkeypatch):
 
     monkeypatch.setattr(judge.grader, "grade", fake_grade)
     result = _run("submit", CORRECT, "--json", "--seed", "-5", "--device", "cpu", "--policy", "leetgpu",
-                  "--stop-on-wrong-answer", "--no-timing", "--case-timeout", "12.5", "--total-timeout", "100")
+                  "--stop-on-wrong-answer", "--no-timing", "--case-timeout", "12.5", "--total-timeout", "100",
+                  "--workers", "3")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["seed"] == -5  # echoed
     opts = seen["options"]
@@ -205,6 +206,7 @@ def test_options_reach_the_grader(isolated, monkeypatch):
     assert (opts.challenge, opts.seed, opts.device, opts.policy) == ("matrix_multiplication", -5, "cpu", "leetgpu")
     assert opts.stop_on_wrong_answer and not opts.time
     assert (opts.limits.case_timeout_s, opts.limits.total_timeout_s) == (12.5, 100)
+    assert opts.workers == 3
 
     result = _run("submit", CORRECT, "--json")
     assert result.exit_code == 0
@@ -212,6 +214,7 @@ def test_options_reach_the_grader(isolated, monkeypatch):
     assert (opts.seed, opts.device, opts.policy, opts.stop_on_wrong_answer, opts.time) == (None, None, None,
                                                                                           False, True)
     assert (opts.limits.case_timeout_s, opts.limits.total_timeout_s) == (60, 900)
+    assert opts.workers is None
 
 
 # --- usage errors ------------------------------------------------------------------------
