@@ -38,6 +38,7 @@ from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import reference.matmul as rm  # noqa: E402
+from reference.expected import cublas_call  # noqa: E402
 
 M, N, K = 8192, 6144, 4096
 FLOP = 2.0 * M * N * K
@@ -59,19 +60,9 @@ def main():
     ref = a.double() @ b.double()
     ref_norm = torch.linalg.norm(ref).item()
 
-    def cublas(tf32):
-        def call():
-            previous = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = tf32
-            try:
-                torch.matmul(a, b, out=c)
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = previous
-        return call
-
     variants = {
-        "cuBLAS TF32": (cublas(True), None),
-        "cuBLAS FP32": (cublas(False), None),
+        "cuBLAS TF32": (cublas_call(a, b, c, tf32=True), None),
+        "cuBLAS FP32": (cublas_call(a, b, c, tf32=False), None),
         "reference tf32": (lambda: rm.matmul(a, b, mode="tf32", out=c), "cuBLAS TF32"),
         "reference ieee": (lambda: rm.matmul(a, b, mode="ieee", out=c), "cuBLAS FP32"),
     }

@@ -8,6 +8,7 @@ the guard bands around the output, and hands both to the comparison policy.
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 import importlib
 import math
@@ -645,23 +646,10 @@ def _run_cases(run: _Run, ordered: list[tuple[Case, str]], slots: list[_Slot]) -
 def _in_threads(tasks: list) -> list:
     """Run the callables each in a thread of its own; their results, in order.
     An exception in one is raised here, after all have ended."""
-    outcomes: list = [None] * len(tasks)
-
-    def call(k: int) -> None:
-        try:
-            outcomes[k] = (True, tasks[k]())
-        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller's thread
-            outcomes[k] = (False, exc)
-
-    threads = [threading.Thread(target=call, args=(k,), daemon=True) for k in range(len(tasks))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for ok, value in outcomes:
-        if not ok:
-            raise value
-    return [value for _, value in outcomes]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(tasks))) as pool:
+        futures = [pool.submit(task) for task in tasks]
+        concurrent.futures.wait(futures)
+    return [f.result() for f in futures]
 
 
 def _performance(run: "_Run", case: Case, timing: Timing) -> Performance | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import os
-import queue
 import shutil
 import signal
 import socket
@@ -163,32 +162,14 @@ def describe_exit(returncode: int | None, wrapped: bool = False) -> str:
     return f"the process exited with status {returncode} before reporting"
 
 
-_spawn_requests: "queue.Queue" = queue.Queue()
-_spawner: threading.Thread | None = None
-_spawner_lock = threading.Lock()
+# Every worker is started from this one long-lived thread: bwrap's
+# --die-with-parent kills the worker when the *thread* that started it ends
+# (PR_SET_PDEATHSIG), and a grading starts workers from short-lived threads.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-spawner")
 
 
 def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
-    """Popen from one long-lived thread. bwrap's --die-with-parent kills the
-    worker when the *thread* that started it ends (PR_SET_PDEATHSIG), and a
-    grading starts workers from short-lived threads."""
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None:
-            _spawner = threading.Thread(target=_spawn_loop, name="judge-spawner", daemon=True)
-            _spawner.start()
-    done: concurrent.futures.Future = concurrent.futures.Future()
-    _spawn_requests.put((cmd, kwargs, done))
-    return done.result()
-
-
-def _spawn_loop() -> None:
-    while True:
-        cmd, kwargs, done = _spawn_requests.get()
-        try:
-            done.set_result(subprocess.Popen(cmd, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            done.set_exception(exc)
+    return _SPAWNER.submit(subprocess.Popen, cmd, **kwargs).result()
 
 
 class WorkerProcess:
