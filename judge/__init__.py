@@ -6,11 +6,11 @@ The package is a set of small modules, each owning one job:
     challenge  challenge definitions (pydantic) loaded from challenges/<name>/
     cases      seeds, the secret, and input generation from a case spec
     compare    error statistics, tolerance policies and precision diagnosis
-    protocol   the framed messages that cross the process boundary
+    protocol   the framed messages that cross the process boundary (both sides)
     isolation  the trusted side of the boundary: spawning and policing the worker
-    worker     the untrusted side: runs inside the child, imports the submission
-    interpret  CPU-mode patches for Triton's interpreter (TF32 emulation, autotune)
-    timing     latency measurement of solve (runs in the worker)
+    worker/    the untrusted side, a package: runs inside the child with the
+               submission (request loop, operator guard, interpreter patches)
+    timing     latency measurement (the worker times solve with it, the judge its baselines)
     grader     orchestration: cases -> worker -> comparison -> result
     report     rendering a result for people (rich) and machines (JSON)
     cli        the `judge` command

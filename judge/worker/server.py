@@ -1,4 +1,4 @@
-"""The untrusted side of the boundary: the worker child process.
+"""The worker's request loop: load the submission, run cases, time solve.
 
 Started by judge.isolation as `python -m judge.worker --fd N`, in a scratch
 directory, with a scrubbed environment. It imports the submission, builds
@@ -11,7 +11,6 @@ none of it beyond "these are the bytes that ended up in c".
 
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib.util
 import inspect
@@ -68,7 +67,7 @@ def _short_traceback(exc: BaseException, limit: int = 4000) -> str:
     say nothing to its author, and a syntax error needs only its caret."""
     if isinstance(exc, SyntaxError):
         return "".join(traceback.format_exception_only(type(exc), exc))[-limit:]
-    judge_dir = os.path.dirname(os.path.abspath(__file__))
+    judge_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not os.path.abspath(f.filename).startswith(judge_dir) and not f.filename.startswith("<frozen")]
     text = "".join(traceback.format_list(frames[-8:]))
@@ -127,9 +126,9 @@ class Worker:
             if fraction:
                 torch.cuda.set_per_process_memory_fraction(float(fraction))
         else:
-            from judge import interpret
+            from judge.worker import interpret
             interpret.install(emulate_tf32=msg.get("emulate_tf32", True))
-        from judge.rules import Guard
+        from judge.worker.rules import Guard
         self.guard = Guard()
         _hook_triton(self.guard, cuda=self.device == "cuda")
 
@@ -283,29 +282,3 @@ class Worker:
         for _, outputs, inputs in prepared:
             blobs += self._bytes(outputs) + self._bytes(inputs)
         self.reply({"status": "ok", "timing": result}, blobs)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="judge worker (internal)")
-    parser.add_argument("--fd", type=int, required=True)
-    parser.add_argument("--memory-limit", type=int, default=0, help="bytes of host memory")
-    parser.add_argument("--memory-rlimit", choices=["AS", "DATA"], default="AS")
-    ns = parser.parse_args(argv)
-    import resource
-    if ns.memory_limit:
-        # Soft and hard alike, before any submission code runs, so it cannot
-        # raise them. CUDA reserves a huge address space at start, so a CUDA
-        # worker is bounded by RLIMIT_DATA instead (bench/results: probe).
-        which = getattr(resource, f"RLIMIT_{ns.memory_rlimit}")
-        resource.setrlimit(which, (ns.memory_limit, ns.memory_limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Every submission needs these: importing them now, before the first
-    # request, overlaps the seconds it takes with the judge's own start.
-    import torch  # noqa: F401  pyflakes: ignore
-    import triton  # noqa: F401  pyflakes: ignore
-    sock = socket.socket(fileno=ns.fd)
-    Worker(sock).serve()
-
-
-if __name__ == "__main__":
-    main()
