@@ -80,10 +80,11 @@ def _arg_seed(seed: int, arg: str) -> int:
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
-def generate(dist: dict, shape: list[int], seed: int, device: str) -> torch.Tensor:
-    """One float32 tensor drawn from a distribution given as its dict form
-    (the worker receives plain JSON, not pydantic models)."""
+def generate(dist: dict, shape: list[int], seed: int, device: str, dtype: str = "float32") -> torch.Tensor:
+    """One tensor drawn from a distribution given as its dict form (the
+    worker receives plain JSON, not pydantic models)."""
     kind = dist["kind"]
+    torch_dtype = getattr(torch, dtype)
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     if kind == "uniform":
@@ -99,19 +100,33 @@ def generate(dist: dict, shape: list[int], seed: int, device: str) -> torch.Tens
         sign = torch.rand(shape, generator=gen, device=device, dtype=torch.float64) < 0.5
         mag = torch.pow(10.0, u * (hi - lo) + lo)
         return torch.where(sign, -mag, mag).to(torch.float32)
+    if kind == "randint":
+        return torch.randint(int(dist["low"]), int(dist["high"]) + 1, shape, generator=gen, device=device,
+                             dtype=torch.int64).to(torch_dtype)
     if kind == "zeros":
-        return torch.zeros(shape, device=device, dtype=torch.float32)
+        return torch.zeros(shape, device=device, dtype=torch_dtype)
+    if kind == "constant":
+        return torch.full(shape, float(dist["value"]), device=device, dtype=torch.float64).to(torch_dtype)
+    if kind == "arange":
+        n = 1
+        for d in shape:
+            n *= d
+        start, step = float(dist.get("start", 0.0)), float(dist.get("step", 1.0))
+        values = torch.arange(n, device=device, dtype=torch.float64) * step + start
+        return values.reshape(shape).to(torch_dtype)
     if kind == "identity":
-        return torch.eye(shape[0], shape[1], device=device, dtype=torch.float32)
+        return torch.eye(shape[0], shape[1], device=device, dtype=torch_dtype)
     if kind == "values":
-        return torch.tensor(dist["values"], device=device, dtype=torch.float32).reshape(shape)
+        return torch.tensor(dist["values"], device=device, dtype=torch.float64).reshape(shape).to(torch_dtype)
     raise ValueError(f"unknown distribution kind {kind!r}")
 
 
 def make_inputs(plan: dict, seed: int, device: str) -> dict[str, torch.Tensor]:
-    """Inputs for one trial of a case. `plan` is `input_plan(...)`'s output."""
+    """Inputs (the initial values of `in` and `inout` arguments) for one trial
+    of a case. `plan` is `input_plan(...)`'s output."""
     return {
-        name: generate(spec["distribution"], spec["shape"], _arg_seed(seed, name), device)
+        name: generate(spec["distribution"], spec["shape"], _arg_seed(seed, name), device,
+                       spec.get("dtype", "float32"))
         for name, spec in plan["inputs"].items()
     }
 
@@ -122,13 +137,26 @@ def input_plan(challenge, case) -> dict:
         "inputs": {
             arg.name: {
                 "shape": challenge.shape_of(arg, case),
+                "dtype": arg.dtype,
+                "role": arg.role,
                 "distribution": challenge.distribution_of(arg, case).model_dump(),
             }
             for arg in challenge.inputs()
         },
-        "outputs": {arg.name: {"shape": challenge.shape_of(arg, case)} for arg in challenge.outputs()},
+        "outputs": {arg.name: {"shape": challenge.shape_of(arg, case), "dtype": arg.dtype, "role": arg.role}
+                    for arg in challenge.outputs()},
         "call": [
             {"name": arg.name, "role": arg.role, "value": case.dims[arg.name] if arg.role == "dim" else None}
             for arg in challenge.signature
         ],
     }
+
+
+def check_weights(n: int, device) -> torch.Tensor:
+    """±1 weights by element position, the same on both sides: a timed call's
+    output is summed with them (as well as plainly), so an output that holds
+    the right values in the wrong places (an in-place reverse that did
+    nothing, a stale permutation) still changes its check sum."""
+    index = torch.arange(n, device=device, dtype=torch.int64)
+    bits = ((index * 2654435761) >> 13) & 1
+    return (1 - 2 * bits).to(torch.float64)

@@ -1,101 +1,32 @@
 """Challenge definitions: pydantic models, loaded from ``challenges/<name>/``.
 
-A challenge folder holds ``challenge.toml`` (everything below), the statement
-(markdown) and a starter file. Adding a challenge means adding one folder.
+A challenge folder holds ``challenge.toml`` (everything below), the
+reference (a plain function in the folder, run by the judge), a statement,
+a starter file and example submissions. Adding a challenge means adding one
+folder; nothing in the engine names a challenge. challenges/README.md
+documents the format.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
 import os
+import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Callable, Literal, Union
+from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from . import expr
+from .distributions import Distribution, Identity, Values
 from .errors import UsageError
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# --- input distributions -----------------------------------------------------
-
-class Uniform(_Strict):
-    kind: Literal["uniform"]
-    low: float
-    high: float
-
-    @model_validator(mode="after")
-    def _ordered(self):
-        if not self.low < self.high:
-            raise ValueError(f"uniform needs low < high, got [{self.low}, {self.high}]")
-        return self
-
-    def describe(self) -> str:
-        return f"uniform({self.low:g}, {self.high:g})"
-
-
-class Normal(_Strict):
-    kind: Literal["normal"]
-    mean: float = 0.0
-    std: float = Field(1.0, gt=0)
-
-    def describe(self) -> str:
-        return f"normal({self.mean:g}, {self.std:g})"
-
-
-class SignedLogUniform(_Strict):
-    """Random sign times 10**uniform(min_exp, max_exp): magnitudes spread over
-    many decades, the regime where relative-error checks are most fragile."""
-
-    kind: Literal["signed_log_uniform"]
-    min_exp: float
-    max_exp: float
-
-    @model_validator(mode="after")
-    def _ordered(self):
-        if not self.min_exp <= self.max_exp:
-            raise ValueError(f"signed_log_uniform needs min_exp <= max_exp, got {self.min_exp} > {self.max_exp}")
-        return self
-
-    def describe(self) -> str:
-        return f"±10^uniform({self.min_exp:g}, {self.max_exp:g})"
-
-
-class Zeros(_Strict):
-    kind: Literal["zeros"]
-
-    def describe(self) -> str:
-        return "zeros"
-
-
-class Identity(_Strict):
-    kind: Literal["identity"]
-
-    def describe(self) -> str:
-        return "identity"
-
-
-class Values(_Strict):
-    """Fixed values, row-major, given as nested lists."""
-
-    kind: Literal["values"]
-    values: list[list[float]]
-
-    def describe(self) -> str:
-        return "fixed values"
-
-
-Distribution = Annotated[
-    Union[Uniform, Normal, SignedLogUniform, Zeros, Identity, Values],
-    Field(discriminator="kind"),
-]
-
-RANDOM_KINDS = ("uniform", "normal", "signed_log_uniform")
 
 
 def trials_for(output_elements: int, work: int = 1) -> int:
@@ -110,8 +41,11 @@ def trials_for(output_elements: int, work: int = 1) -> int:
 
 class Arg(_Strict):
     name: str
-    role: Literal["in", "out", "dim"]
-    shape: list[str] = []  # dimension names, for tensors
+    # in: read only (checked unchanged); out: written; inout: read and written
+    # in place; dim: an int
+    role: Literal["in", "out", "inout", "dim"]
+    shape: list[str | int] = []  # dimension names, integers or expressions over the dimensions
+    dtype: Literal["float32", "int32"] = "float32"
 
     @model_validator(mode="after")
     def _shape_matches_role(self):
@@ -120,6 +54,10 @@ class Arg(_Strict):
         if self.role != "dim" and not self.shape:
             raise ValueError(f"tensor argument {self.name!r} needs a shape")
         return self
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.role != "dim"
 
 
 class Case(_Strict):
@@ -131,17 +69,52 @@ class Case(_Strict):
     note: str = ""
 
 
+class PolicySpec(_Strict):
+    """A named tolerance policy: checkers that must all pass (judge.checkers)."""
+
+    summary: str = ""
+    checkers: list[dict[str, Any]] = Field(min_length=1)
+
+
 class Tolerance(_Strict):
-    default_policy: str = "fp32"
-    allowed_policies: list[str] = ["fp32", "leetgpu", "tf32"]
+    default_policy: str
+    policies: dict[str, PolicySpec]
+
+    @model_validator(mode="after")
+    def _default_exists(self):
+        if self.default_policy not in self.policies:
+            raise ValueError(f"default_policy {self.default_policy!r} is not among the policies "
+                             f"{sorted(self.policies)}")
+        return self
+
+    @property
+    def allowed_policies(self) -> list[str]:
+        return list(self.policies)
+
+
+class Work(_Strict):
+    """What one call does, for the report (expressions over the dimensions)."""
+
+    flops: str | None = None  # floating-point operations: TFLOPS
+    bytes: str | None = None  # bytes a call must move at least: GB/s, % of the GPU's bandwidth
+    cpu: str | None = None  # the interpreter's cost measure; default the product of the dimensions
 
 
 class CpuLimits(_Strict):
-    """Cases larger than this are skipped under Triton's interpreter (it runs
-    about 1e8 multiply-adds per second at best, far less with small tiles)."""
+    """Cases larger than this are skipped under Triton's interpreter."""
 
     max_output_elements: int = 512 * 512
-    max_work: int = 512 * 512 * 512  # the product of all dimensions
+    max_work: int = 512 * 512 * 512
+
+
+class ScoringDefaults(_Strict):
+    """The challenge's performance scale: latency of `floor` × floor_multiple
+    earns no performance points, that of `target` × target_multiple all."""
+
+    floor: str
+    target: str
+    floor_multiple: float = Field(1.0, gt=0)
+    target_multiple: float = Field(1.0, gt=0)
 
 
 class Challenge(_Strict):
@@ -150,35 +123,62 @@ class Challenge(_Strict):
     difficulty: Literal["easy", "medium", "hard"] = "easy"
     statement_file: str = "statement.md"
     starter_file: str = "starter.py"
-    dtype: Literal["float32"] = "float32"
+    examples_dir: str = "examples"
     signature: list[Arg]
     constraints: dict[str, tuple[int, int]]
-    accumulation_dim: str | None = None  # the dimension summed over, for error bounds
-    flops: str  # expression over the dimensions, e.g. "2*M*N*K"
-    reference: str  # "module:function" returning the expected outputs
-    baselines: str | None = None  # "module:function" returning named calls to time on the performance case
-    checksum: str | None = None  # "module:function": (sum of the outputs, its scale) from the inputs alone
-    tolerance: Tolerance = Tolerance()
+    relations: list[str] = []  # conditions between dimensions, e.g. "kernel_size <= input_size"
+    reference: str  # "reference.py:function" in the folder, or "module:function"
+    baselines: str | None = None  # named calls to time on the performance case
+    checksum: str | None = None  # (sum of the outputs, its scale) from the inputs alone, cheaply
+    tolerance: Tolerance
+    work: Work = Work()
     cpu_limits: CpuLimits = CpuLimits()
+    scoring: ScoringDefaults | None = None
     example: Case
     functional: list[Case]
     performance: Case
 
     folder: Path | None = None  # set by the loader
 
+    @model_validator(mode="before")
+    @classmethod
+    def _relations_under_constraints(cls, data):
+        # challenge.toml may list relations inside [constraints]
+        if isinstance(data, dict) and isinstance(data.get("constraints"), dict) \
+                and "relations" in data["constraints"]:
+            data = dict(data)
+            data["constraints"] = dict(data["constraints"])
+            data["relations"] = data["constraints"].pop("relations")
+        return data
+
     @model_validator(mode="after")
     def _consistent(self):
         dims = [a.name for a in self.signature if a.role == "dim"]
+        names = [a.name for a in self.signature]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate argument names in the signature: {names}")
         if sorted(dims) != sorted(self.constraints):
             raise ValueError(f"constraints must cover exactly the dimensions {dims}")
+        if not any(a.role in ("out", "inout") for a in self.signature):
+            raise ValueError("the signature needs at least one out or inout argument")
         for arg in self.signature:
-            for d in arg.shape:
-                if d not in dims:
-                    raise ValueError(f"argument {arg.name!r} uses unknown dimension {d!r}")
-        if self.accumulation_dim is not None and self.accumulation_dim not in dims:
-            raise ValueError(f"accumulation_dim {self.accumulation_dim!r} is not a dimension")
-        names = [c.name for c in self.all_cases()]
-        dupes = {n for n in names if names.count(n) > 1}
+            for entry in arg.shape:
+                unknown = expr.names(entry) - set(dims) if isinstance(entry, str) else set()
+                if unknown:
+                    raise ValueError(f"argument {arg.name!r} uses unknown dimension(s) {sorted(unknown)}")
+        for text in [*self.relations, *(t for t in (self.work.flops, self.work.bytes, self.work.cpu) if t)]:
+            unknown = expr.names(text) - set(dims)
+            if unknown:
+                raise ValueError(f"{text!r} uses unknown dimension(s) {sorted(unknown)}")
+        from .checkers import build  # validates each checker's parameters
+        for name, spec in self.tolerance.policies.items():
+            for checker in spec.checkers:
+                try:
+                    build(checker)
+                except (ValueError, TypeError) as exc:
+                    raise ValueError(f"policy {name!r}: {exc}") from None
+        cases = [c.name for c in self.all_cases()]
+        dupes = {n for n in cases if cases.count(n) > 1}
         if dupes:
             raise ValueError(f"duplicate case names: {sorted(dupes)}")
         for case in self.all_cases():
@@ -193,17 +193,24 @@ class Challenge(_Strict):
             lo, hi = self.constraints[dim]
             if not lo <= value <= hi:
                 raise ValueError(f"{where}: {dim}={value} is outside [{lo}, {hi}]")
+        for relation in self.relations:
+            if not expr.evaluate(relation, case.dims):
+                raise ValueError(f"{where}: breaks the constraint {relation!r}")
+        for arg in self.signature:
+            if arg.is_tensor and any(n < 1 for n in self.shape_of(arg, case)):
+                raise ValueError(f"{where}: argument {arg.name!r} has shape {self.shape_of(arg, case)}")
         for arg in self.inputs():
-            dist = case.inputs.get(arg.name, case.distribution)
+            dist = self.distribution_of(arg, case)
             if dist is None:
                 raise ValueError(f"{where}: no distribution for input {arg.name!r}")
             shape = self.shape_of(arg, case)
-            if isinstance(dist, Values):
-                got = (len(dist.values), len(dist.values[0]) if dist.values else 0)
-                if got != tuple(shape) or any(len(r) != shape[1] for r in dist.values):
-                    raise ValueError(f"{where}: values for {arg.name!r} are not {shape}")
+            if isinstance(dist, Values) and (not dist.is_regular() or dist.shape() != shape):
+                raise ValueError(f"{where}: values for {arg.name!r} are not of shape {shape}")
             if isinstance(dist, Identity) and (len(shape) != 2 or shape[0] != shape[1]):
                 raise ValueError(f"{where}: identity input {arg.name!r} must be square")
+            if (arg.dtype == "int32" and dist.kind not in ("randint", "values", "zeros", "constant", "arange")) \
+                    or (arg.dtype == "float32" and dist.kind == "randint"):
+                raise ValueError(f"{where}: distribution {dist.kind!r} does not suit {arg.dtype} input {arg.name!r}")
         unknown = set(case.inputs) - {a.name for a in self.inputs()}
         if unknown:
             raise ValueError(f"{where}: distributions for unknown inputs {sorted(unknown)}")
@@ -214,13 +221,16 @@ class Challenge(_Strict):
         return [self.example, *self.functional, self.performance]
 
     def inputs(self) -> list[Arg]:
-        return [a for a in self.signature if a.role == "in"]
+        """Arguments whose value the judge draws: `in` and `inout`."""
+        return [a for a in self.signature if a.role in ("in", "inout")]
 
     def outputs(self) -> list[Arg]:
-        return [a for a in self.signature if a.role == "out"]
+        """Arguments whose final value is judged: `out` and `inout`."""
+        return [a for a in self.signature if a.role in ("out", "inout")]
 
     def shape_of(self, arg: Arg, case: Case) -> list[int]:
-        return [case.dims[d] for d in arg.shape]
+        return [int(expr.evaluate(entry, case.dims)) if isinstance(entry, str) and entry not in case.dims
+                else int(case.dims[entry] if isinstance(entry, str) else entry) for entry in arg.shape]
 
     def distribution_of(self, arg: Arg, case: Case):
         return case.inputs.get(arg.name, case.distribution)
@@ -231,35 +241,47 @@ class Challenge(_Strict):
                 return c
         raise KeyError(name)
 
+    def output_elements(self, case: Case) -> int:
+        return sum(math.prod(self.shape_of(a, case)) for a in self.outputs())
+
     def trials(self, case: Case) -> int:
         """How many input sets a case is run with. Tiny random outputs get
         several, so that statistical checks (TF32 detection) see enough
         elements; fixed-value cases need only one."""
         if case.trials is not None:
             return case.trials
-        if not all(self.distribution_of(a, case).kind in RANDOM_KINDS for a in self.inputs()):
+        if not all(self.distribution_of(a, case).random for a in self.inputs()):
             return 1
-        return trials_for(sum(math.prod(self.shape_of(a, case)) for a in self.outputs()), self.work(case))
+        return trials_for(self.output_elements(case), self.work_of(case))
 
-    def work(self, case: Case) -> int:
+    def work_of(self, case: Case) -> int:
+        """The interpreter's cost measure of one call."""
+        if self.work.cpu:
+            return int(expr.evaluate(self.work.cpu, case.dims))
         return math.prod(case.dims.values())
 
     def fits_cpu(self, case: Case) -> str | None:
         """None if the case runs under the interpreter, else the reason it is skipped."""
-        elements = sum(math.prod(self.shape_of(a, case)) for a in self.outputs())
+        elements = self.output_elements(case)
         if elements > self.cpu_limits.max_output_elements:
             return (f"skipped on CPU: {elements:,} output elements exceed the interpreter "
                     f"cap of {self.cpu_limits.max_output_elements:,}; grade on a GPU")
-        if self.work(case) > self.cpu_limits.max_work:
-            return (f"skipped on CPU: {self.work(case):,} multiply-adds exceed the interpreter "
+        if self.work_of(case) > self.cpu_limits.max_work:
+            return (f"skipped on CPU: a work measure of {self.work_of(case):,} exceeds the interpreter "
                     f"cap of {self.cpu_limits.max_work:,}; grade on a GPU")
         return None
 
-    def flop_count(self, case: Case) -> float:
-        return float(eval(self.flops, {"__builtins__": {}}, dict(case.dims)))  # trusted file
+    def flop_count(self, case: Case) -> float | None:
+        return float(expr.evaluate(self.work.flops, case.dims)) if self.work.flops else None
+
+    def byte_count(self, case: Case) -> float | None:
+        return float(expr.evaluate(self.work.bytes, case.dims)) if self.work.bytes else None
 
     def shape_label(self, case: Case) -> str:
         return "×".join(str(case.dims[d]) for d in self.constraints)
+
+    def call_signature(self) -> str:
+        return f"solve({', '.join(a.name for a in self.signature)})"
 
     def statement(self) -> str:
         assert self.folder is not None
@@ -269,37 +291,98 @@ class Challenge(_Strict):
         assert self.folder is not None
         return (self.folder / self.starter_file).read_text()
 
+    def examples(self) -> Path | None:
+        folder = self.folder / self.examples_dir if self.folder else None
+        return folder if folder and folder.is_dir() else None
+
     def reference_fn(self) -> Callable:
-        module, _, attr = self.reference.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return self._resolve(self.reference)
+
+    def baselines_fn(self) -> Callable | None:
+        return self._resolve(self.baselines) if self.baselines else None
+
+    def checksum_fn(self) -> Callable | None:
+        return self._resolve(self.checksum) if self.checksum else None
+
+    def _resolve(self, ref: str) -> Callable:
+        """"file.py:function" in the challenge's folder, or "module:function".
+        Runs in the judge's process: the challenge folder is trusted."""
+        where, _, attr = ref.partition(":")
+        if where.endswith(".py"):
+            assert self.folder is not None
+            path = (self.folder / where).resolve()
+            key = f"_challenge_{self.name}_{path.stem}_{abs(hash(str(path)))}"
+            module = sys.modules.get(key)
+            if module is None:
+                spec = importlib.util.spec_from_file_location(key, path)
+                if spec is None or not path.is_file():
+                    raise UsageError(f"challenge {self.name}: {path} does not exist")
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                sys.modules[key] = module
+        else:
+            module = importlib.import_module(where)
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            raise UsageError(f"challenge {self.name}: {where} defines no {attr!r}") from None
 
 
 # --- loading -----------------------------------------------------------------
 
-def challenges_dir() -> Path:
-    """The folder of challenges: $JUDGE_CHALLENGES_DIR, else the repository's."""
+def challenge_dirs() -> list[Path]:
+    """Where challenges are looked for: the folders in $JUDGE_CHALLENGES_DIR
+    (joined by the path separator), else the repository's challenges/."""
     env = os.environ.get("JUDGE_CHALLENGES_DIR")
     if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / "challenges"
+        return [Path(p) for p in env.split(os.pathsep) if p]
+    return [Path(__file__).resolve().parent.parent / "challenges"]
+
+
+def challenges_dir() -> Path:
+    """The first folder of challenges (see challenge_dirs)."""
+    return challenge_dirs()[0]
+
+
+def _folders() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for root in challenge_dirs():
+        if root.is_dir():
+            for p in sorted(root.iterdir()):
+                if (p / "challenge.toml").is_file():
+                    found.setdefault(p.name, p)  # the first folder listed wins
+    return found
 
 
 def available() -> list[str]:
-    root = challenges_dir()
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if (p / "challenge.toml").is_file())
+    return sorted(_folders())
 
 
 def load(name: str) -> Challenge:
-    folder = challenges_dir() / name
-    path = folder / "challenge.toml"
-    if not path.is_file():
+    folder = _folders().get(name)
+    if folder is None:
         known = ", ".join(available()) or "none found"
         raise UsageError(f"unknown challenge {name!r} (available: {known})")
-    with path.open("rb") as fh:
-        data = tomllib.load(fh)
-    challenge = Challenge.model_validate({**data, "folder": folder})
+    path = folder / "challenge.toml"
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        challenge = Challenge.model_validate({**data, "folder": folder})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'challenge'}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"{path} is not a valid challenge: {problems}") from None
     if challenge.name != name:
         raise UsageError(f"{path} declares name {challenge.name!r}, expected {name!r}")
     return challenge
+
+
+def for_file(path: Path) -> str | None:
+    """The challenge whose folder holds `path` (an example), if any."""
+    resolved = path.resolve()
+    for name, folder in _folders().items():
+        if folder.resolve() in resolved.parents:
+            return name
+    return None

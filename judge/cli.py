@@ -52,16 +52,32 @@ def list_challenges():
     if not names:
         raise UsageError(f"no challenges found in {challenges.challenges_dir()}")
     for name in names:
-        ch = challenges.load(name)
+        try:
+            ch = challenges.load(name)
+        except UsageError as exc:  # one broken folder must not hide the others
+            click.secho(f"{name:28s} cannot be loaded: {exc}", fg="red")
+            continue
+        dims = ", ".join(f"{d}={v:,}" for d, v in ch.performance.dims.items())
         click.echo(f"{name:28s} {ch.difficulty:7s} {ch.title}  "
-                   f"({len(ch.functional)} functional cases, performance at {ch.shape_label(ch.performance)})")
+                   f"({len(ch.functional)} functional cases, performance at {dims}; {ch.call_signature()})")
 
 
 @main.command()
 @click.argument("name")
 def show(name):
-    """Print the statement of challenge NAME."""
-    click.echo(challenges.load(name).statement())
+    """Print the statement of challenge NAME, its signature and tolerance policies."""
+    ch = challenges.load(name)
+    click.echo(ch.statement().rstrip())
+    click.echo(f"\n---\nsignature: {ch.call_signature()}")
+    for arg in ch.signature:
+        if arg.is_tensor:
+            click.echo(f"  {arg.name:12s} {arg.role:6s} {arg.dtype} [{' × '.join(map(str, arg.shape))}]")
+    click.echo("policies (--policy):")
+    for pname, spec in ch.tolerance.policies.items():
+        mark = " (default)" if pname == ch.tolerance.default_policy else ""
+        click.echo(f"  {pname}{mark}: {spec.summary or ', '.join(c['kind'] for c in spec.checkers)}")
+    dims = ", ".join(f"{d}={v:,}" for d, v in ch.performance.dims.items())
+    click.echo(f"cases: 1 example, {len(ch.functional)} functional; performance at {dims}")
 
 
 @main.command()
@@ -81,20 +97,25 @@ def init(name, path):
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--challenge", "challenge_name", default="matrix_multiplication", show_default=True,
-              help="Challenge to grade against.")
+@click.option("--challenge", "challenge_name", default=None,
+              help="Challenge to grade against (see `judge challenges`). Default: the challenge whose "
+                   "folder holds PATH (its examples), else matrix_multiplication.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--seed", type=int, help="Run seed: the same seed reproduces the same case data on this install.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]),
               help="Where kernels run. Default: cuda if available, else cpu (Triton interpreter).")
-@click.option("--policy", type=click.Choice(["fp32", "leetgpu", "tf32"]),
-              help="Tolerance policy. fp32 (default): float32 accuracy in any summation order. "
-                   "leetgpu: LeetGPU's 1e-4 rule against torch's float32 product. tf32: also accepts TF32.")
+@click.option("--policy",
+              help="Tolerance policy, one of the challenge's (`judge show NAME` lists them). For "
+                   "matrix_multiplication: fp32 (default), float32 accuracy in any summation order; "
+                   "leetgpu, LeetGPU's 1e-4 rule against torch's float32 product; tf32, also accepts TF32. "
+                   "The other challenges default to leetgpu, LeetGPU's own tolerance.")
 @click.option("--stop-on-wrong-answer", is_flag=True, help="Stop at the first wrong case instead of running all.")
 @click.option("--no-timing", is_flag=True, help="Skip the latency measurement on GPU.")
 @click.option("--scoring", "scoring_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Scoring policy (TOML or JSON): correctness_points, performance_points, floor, target. "
-                   "Default: 40 + 60 points, log scale from the reference's TF32 latency to cuBLAS TF32's.")
+              help="Scoring policy (TOML or JSON): correctness_points, performance_points, floor, target, "
+                   "floor_multiple, target_multiple; missing fields come from the challenge. Default: 40 + 60 "
+                   "points, log scale between two baselines the challenge names (matrix_multiplication: the "
+                   "reference's TF32 latency to cuBLAS TF32's).")
 @click.option("--refresh-baselines", is_flag=True,
               help="Re-measure the cuBLAS and reference baselines instead of using the cached ones.")
 @click.option("--workers", type=click.IntRange(1, 16), default=None,
@@ -109,12 +130,17 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     """Grade the submission file PATH.
 
     Exit status: 0 accepted, 1 any other verdict, 2 usage error."""
-    from .grader import GradeOptions, grade
+    from .grader import GradeOptions, grade, scoring_for
     from .isolation import Limits
     from .scoring import load_policy
 
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
+    challenge_name = challenge_name or challenges.for_file(path) or "matrix_multiplication"
+    challenge = challenges.load(challenge_name)
+    if policy is not None and policy not in challenge.tolerance.policies:
+        raise UsageError(f"policy {policy!r} is not defined for {challenge_name} "
+                         f"(defined: {', '.join(challenge.tolerance.policies)})")
     limits = {}
     if case_timeout is not None:
         limits["case_timeout_s"] = case_timeout
@@ -123,7 +149,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     try:
         options = GradeOptions(challenge=challenge_name, device=device, policy=policy, seed=seed,
                                stop_on_wrong_answer=stop_on_wrong_answer, time=not no_timing,
-                               refresh_baselines=refresh_baselines, workers=workers, scoring=load_policy(scoring_file),
+                               refresh_baselines=refresh_baselines, workers=workers, scoring=load_policy(scoring_file, scoring_for(challenge)),
                                limits=Limits(**limits))
     except ValidationError as exc:
         raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None

@@ -50,3 +50,25 @@ def throttle_warning(before: dict, after: dict) -> str | None:
     if reasons:
         return f"the GPU throttled during timing ({', '.join(reasons)}): latencies may be inflated"
     return None
+
+
+def peak_bandwidth_gbps(index: int = 0) -> float | None:
+    """The GPU's peak memory bandwidth in GB/s, from NVML: two transfers per
+    memory clock over the bus width (3352 GB/s on an H100 SXM); None without NVML."""
+    try:
+        import pynvml as nv
+        nv.nvmlInit()
+    except Exception:  # noqa: BLE001
+        return None
+    try:
+        h = nv.nvmlDeviceGetHandleByIndex(index)
+        clock_mhz = nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM)
+        bus_bits = nv.nvmlDeviceGetMemoryBusWidth(h)
+        return 2 * clock_mhz * 1e6 * bus_bits / 8 / 1e9
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass

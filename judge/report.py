@@ -97,9 +97,15 @@ def render(result: GradeResult, console: Console | None = None) -> None:
     console.print(line)
     if result.timing:
         t = result.timing
+        rates = []
+        if t.tflops is not None:
+            rates.append(f"[bold]{t.tflops:.1f} TFLOPS[/]")
+        if t.gbps is not None:
+            peak = f" ({t.percent_of_bandwidth:.0f}% of the GPU's bandwidth)" if t.percent_of_bandwidth else ""
+            rates.append(f"[bold]{t.gbps:.0f} GB/s[/]{peak}")
         console.print(f"Latency: [bold]{t.median_ms:.3f} ms[/] median of {t.reps} calls over {t.sets} input sets "
-                      f"(min {t.min_ms:.3f}, mean {t.mean_ms:.3f}, ±{t.sem_ms:.3f} s.e.) · "
-                      f"[bold]{t.tflops:.1f} TFLOPS[/]")
+                      f"(min {t.min_ms:.3f}, mean {t.mean_ms:.3f}, ±{t.sem_ms:.3f} s.e.)"
+                      + "".join(f" · {r}" for r in rates))
         gpu = t.gpu_after
         if gpu.get("available"):
             console.print(f"[dim]GPU {gpu['name']}, driver {gpu['driver']}: SM {gpu['sm_clock_mhz']} MHz "

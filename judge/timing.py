@@ -55,19 +55,27 @@ def summarise(times: list[float]) -> dict:
 
 
 def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None,
-            refill: Callable[[int, int], None] | None = None,
+            poison: Sequence[bool] | None = None, refill: Callable[[int, int], None] | None = None,
             streams: Callable[[], set] = set, judge_side: Callable = contextlib.nullcontext,
             min_reps: int = 10, max_reps: int = 500, budget_s: float = 3.0,
             target_sem: float = 0.005, warmup_s: float = 0.5, min_time_s: float = 0.5) -> dict:
-    """Time `calls` (one per buffer set, rotated). `outputs[i]` is the tensor
-    call i writes: poisoned before and summed after each timed call;
-    `refill(r, i)` puts timed call r's fresh inputs into set i.
+    """Time `calls` (one per buffer set, rotated). `outputs[i]` lists the
+    tensors call i writes: each poisoned before the call (where `poison`
+    says so: not an in-place argument, which refill has just filled) and
+    summed after it, plainly and with ±1 weights by position (the judge
+    recomputes both); `refill(r, i)` puts timed call r's fresh inputs into set i.
     `streams()` returns (and forgets) the streams launched on since it was
     last asked; `judge_side()` brackets the timer's own tensor work (exempt
     from the worker's operator guard)."""
     import torch
 
+    from .cases import check_weights
+
     flush = l2_flush_buffer()
+    if outputs is not None:
+        poison = list(poison) if poison is not None else [True] * len(outputs[0])
+        with judge_side():
+            weights = {t.numel(): check_weights(t.numel(), t.device) for ts in outputs for t in ts}
     for call in calls:  # first calls: compilation, autotuning, first touch
         call()
     torch.cuda.synchronize()
@@ -94,7 +102,9 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
                     refill(r, i)
                     last_call[i] = r
                 if outputs is not None:
-                    outputs[i].fill_(POISON)
+                    for tensor, fill in zip(outputs[i], poison):
+                        if fill:
+                            tensor.fill_(POISON)
                 flush.zero_()
             here = torch.cuda.current_stream()
             streams()  # forget the streams of earlier calls
@@ -108,7 +118,9 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
             end.record()
             if outputs is not None:
                 with judge_side():
-                    sums.append(outputs[i].sum(dtype=torch.float64))
+                    flat = torch.cat([t.reshape(-1).to(torch.float64) for t in outputs[i]])
+                    weighted = torch.cat([t.reshape(-1).to(torch.float64) * weights[t.numel()] for t in outputs[i]])
+                    sums.append(torch.stack([flat.sum(), weighted.sum()]))
             pending.append((start, end))
         torch.cuda.synchronize()
         times += [start.elapsed_time(end) for start, end in pending]
@@ -125,6 +137,6 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
     if outputs is not None:
         with judge_side():
             totals = torch.stack(sums).tolist()
-        checks = [[r, r % len(calls), total] for r, total in enumerate(totals)]
+        checks = [[r, r % len(calls), total, weighted] for r, (total, weighted) in enumerate(totals)]
     return dict(summarise(times), l2_flush_bytes=flush.numel() * 4, sets=len(calls), warmup_calls=warm_calls,
                 checks=checks, last_call=[last_call.get(i) for i in range(len(calls))])

@@ -138,7 +138,7 @@ def test_inputs_have_the_planned_shapes_and_float32(case):
     M, N, K = c.dims["M"], c.dims["N"], c.dims["K"]
     assert plan["inputs"]["a"]["shape"] == [M, N]
     assert plan["inputs"]["b"]["shape"] == [N, K]
-    assert plan["outputs"] == {"c": {"shape": [M, K]}}
+    assert plan["outputs"] == {"c": {"shape": [M, K], "dtype": "float32", "role": "out"}}
     assert [(x["name"], x["role"], x["value"]) for x in plan["call"]] == [
         ("a", "in", None), ("b", "in", None), ("c", "out", None), ("M", "dim", M), ("N", "dim", N), ("K", "dim", K)]
     json.dumps(plan)  # plain data: it crosses the process boundary as JSON

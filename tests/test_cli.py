@@ -24,7 +24,8 @@ from click.testing import CliRunner
 from judge import cases
 from judge import challenge as challenges
 from judge.cli import main
-from judge.grader import GradeOptions, GradeResult, _Run
+from judge.casework import Run as _Run
+from judge.grader import GradeOptions, GradeResult
 from judge.verdicts import Verdict
 from tests.helpers import HAS_CUDA, ROOT, SUBMISSIONS
 

@@ -14,7 +14,11 @@ import pytest
 import torch
 
 from judge.challenge import trials_for
-from judge.compare import U32, Expected, Fp32Policy, LeetgpuPolicy, Tf32Policy, Trial, diagnose, statistics
+from judge.checkers import AllClose as LeetgpuPolicy
+from judge.checkers import Fp32Bound as Fp32Policy
+from judge.checkers import Tf32Bound as Tf32Policy
+from judge.checkers.error_bound import U32, diagnose, statistics
+from judge.compare import Expected, Trial
 from tests.emulate import FP32_KERNELS, REDUCED_KERNELS
 
 

@@ -91,12 +91,12 @@ def test_sandbox_confines_the_worker(tmp_path):
 
 
 def test_judge_fault_is_internal_error_not_a_crash(monkeypatch):
-    from judge import compare
+    from judge import checkers
 
     def broken(self, trials):
         raise RuntimeError("simulated bug in the judge")
 
-    monkeypatch.setattr(compare.Fp32Policy, "compare", broken)
+    monkeypatch.setattr(checkers.Fp32Bound, "compare", broken)
     result = grade(FIXTURES.parent.parent / "submissions" / "correct" / "grid_2d.py",
                    GradeOptions(device="cpu", seed=1, limits=LIMITS))
     assert result.verdict.value == "internal_error"

@@ -6,7 +6,8 @@ import math
 
 import pytest
 from judge.errors import UsageError
-from judge.grader import _Run
+from judge import timed
+from judge.casework import Run as _Run
 from judge.scoring import ScoringPolicy, load_policy, score
 
 BASE = {"reference_tf32": 4.0, "cublas_tf32": 1.0}
@@ -66,7 +67,7 @@ def test_every_timed_call_is_checked_against_its_fresh_inputs():
         return float((made["a"] @ made["b"]).double().sum())
 
     checks = [[r, r % 3, honest_total(r)] for r in range(4)]
-    assert run.stale_calls(plan, base, checks) == []
+    assert timed.stale_calls(run, plan, base, checks) == []
     checks.append([4, 1, honest_total(1)])  # a cached answer, replayed on new data
     checks.append([5, 2, math.nan])  # a call that left the poison
-    assert run.stale_calls(plan, base, checks) == [4, 5]
+    assert timed.stale_calls(run, plan, base, checks) == [4, 5]

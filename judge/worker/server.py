@@ -141,7 +141,7 @@ class Worker:
         body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
         if not body:
             return self.reply({"status": "invalid_submission",
-                               "message": "the file is empty: it must define solve(a, b, c, M, N, K)"})
+                               "message": f"the file is empty: it must define {msg.get('signature', 'solve')}"})
         spec = importlib.util.spec_from_file_location("submission", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules["submission"] = module
@@ -172,36 +172,46 @@ class Worker:
 
     # --- run -------------------------------------------------------------------
 
-    def _guarded(self, values, fill_bits: int, guard: int):
+    def _guarded(self, shape, dtype, fill_bits: int, guard: int):
+        """A tensor of `shape` inside a larger buffer whose guard bands hold
+        `fill_bits` (a 32-bit pattern, for float32 and int32 alike)."""
         import torch
-        numel = values.numel()
-        buf = torch.empty(numel + 2 * guard, dtype=torch.float32, device=self.device)
+        numel = 1
+        for d in shape:
+            numel *= d
+        buf = torch.empty(numel + 2 * guard, dtype=getattr(torch, dtype), device=self.device)
         buf.view(torch.int32).fill_(fill_bits)
-        view = buf[guard:guard + numel].view(values.shape)
+        view = buf[guard:guard + numel].view(shape)
         return buf, view
 
     def _prepare(self, plan: dict, seed: int):
         """Inputs in NaN-guarded buffers (an out-of-bounds read sees NaN, on the
-        CPU as on the GPU) and a poisoned output between guard patterns.
-        Returns the call's arguments and the buffers to send back, by name."""
+        CPU as on the GPU) and a poisoned output between guard patterns; an
+        in-place (inout) argument holds its input between output guards.
+        Returns the call's arguments and the buffers to send back, by name:
+        outputs (out and inout) and inputs (in)."""
         import torch
         from judge.cases import make_inputs
         values = make_inputs(plan, seed, self.device)
         args, outputs, inputs = [], {}, {}
         for item in plan["call"]:
-            if item["role"] == "dim":
+            name, role = item["name"], item["role"]
+            if role == "dim":
                 args.append(int(item["value"]))
-            elif item["role"] == "in":
-                buf, view = self._guarded(values[item["name"]], POISON_BITS, INPUT_GUARD)
-                view.copy_(values[item["name"]])
-                inputs[item["name"]] = buf
-                args.append(view)
+                continue
+            spec = plan["inputs"].get(name) or plan["outputs"][name]
+            if role == "in":
+                buf, view = self._guarded(spec["shape"], spec.get("dtype", "float32"), POISON_BITS, INPUT_GUARD)
+                view.copy_(values[name])
+                inputs[name] = buf
             else:
-                shape = plan["outputs"][item["name"]]["shape"]
-                buf, view = self._guarded(torch.empty(shape, device="meta"), GUARD_BITS, OUTPUT_GUARD)
-                view.view(torch.int32).fill_(POISON_BITS)
-                outputs[item["name"]] = buf
-                args.append(view)
+                buf, view = self._guarded(spec["shape"], spec.get("dtype", "float32"), GUARD_BITS, OUTPUT_GUARD)
+                if role == "inout":
+                    view.copy_(values[name])
+                else:
+                    view.view(torch.int32).fill_(POISON_BITS)
+                outputs[name] = buf
+            args.append(view)
         return args, outputs, inputs
 
     @staticmethod
@@ -260,8 +270,11 @@ class Worker:
         plan = msg["plan"]
         calls = [lambda args=args: self.solve(*args) for args, _, _ in prepared]
         roles = [(k, item["role"], item["name"]) for k, item in enumerate(plan["call"])]
-        written = [args[k] for args, _, _ in prepared for k, role, _ in roles if role == "out"]
-        views = [{name: args[k] for k, role, name in roles if role == "in"} for args, _, _ in prepared]
+        # Per set: what solve writes (poisoned before each call unless it is
+        # also an input), and what refill puts fresh data into.
+        written = [[args[k] for k, role, _ in roles if role in ("out", "inout")] for args, _, _ in prepared]
+        poison = [role == "out" for _, role, _ in roles if role in ("out", "inout")]
+        views = [{name: args[k] for k, role, name in roles if role in ("in", "inout")} for args, _, _ in prepared]
 
         def refill(r: int, i: int) -> None:
             values = make_inputs(plan, call_seed(msg["call_seed"], r), self.device)
@@ -270,7 +283,7 @@ class Worker:
 
         try:
             with self.guard.armed():
-                result = timing.measure(calls, outputs=written, refill=refill, streams=_take_streams,
+                result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=_take_streams,
                                         judge_side=self.guard.suspend, **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
             if self.guard.violation:

@@ -1,0 +1,193 @@
+"""The judge's side of running cases: the state of one grading, what it asks
+a worker for each case, and the checks of what comes back (sizes, guard
+bands, inputs unchanged) before the comparison with the truth."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import cases as case_data
+from .challenge import Case, Challenge
+from .compare import Comparison, Expected, Trial, policy_for
+from .errors import ProtocolError, WorkerDied, WorkerTimeout
+from .protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
+from .results import CaseResult
+from .verdicts import Verdict
+
+if TYPE_CHECKING:
+    from .grader import GradeOptions
+    from .slots import Slot
+
+LARGE_CASE_BYTES = 256 << 20  # a case moving more than this runs alone, after the others
+
+
+class Run:
+    """State of one grading shared by its workers: the case data, the
+    checks, the clock, the output collected."""
+
+    def __init__(self, challenge: Challenge, path: Path, device: str, options: "GradeOptions"):
+        self.challenge = challenge
+        self.path = path
+        self.device = device
+        self.options = options
+        self.limits = options.limits
+        self.policy = policy_for(challenge, options.policy)
+        self.seed = options.seed if options.seed is not None else case_data.new_run_seed()
+        self.secret = case_data.load_secret()
+        self.deadline = time.monotonic() + self.limits.total_timeout_s
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self.reference = challenge.reference_fn()
+        self._reference_takes_fp32 = "need_fp32" in inspect.signature(self.reference).parameters
+        # The judge's own tensor work (building inputs, the truth, comparing)
+        # is done one case at a time even while several workers run cases.
+        self.checking = threading.Lock()
+        self.phases: dict[str, float] = {}  # seconds by phase, for GradeResult.phase_seconds
+
+    # --- workers -------------------------------------------------------------
+
+    def time_left(self, per_request: float) -> float:
+        return max(0.1, min(per_request, self.deadline - time.monotonic()))
+
+    def collect_output(self, out: str, err: str) -> None:
+        if out:
+            self.stdout.append(out)
+        if err:
+            self.stderr.append(err)
+
+    # --- cases ---------------------------------------------------------------
+
+    def seeds(self, case: Case) -> list[int]:
+        return [case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, t)
+                for t in range(self.challenge.trials(case))]
+
+    @staticmethod
+    def layout(plan: dict) -> list[tuple[str, str, list[int], str, int, int]]:
+        """(kind, name, shape, dtype, guard, guard bits) of each buffer of one
+        trial, in the order the worker sends them: outputs (out and inout),
+        then read-only inputs, by name."""
+        outs = [("out", n, s["shape"], s.get("dtype", "float32"), OUTPUT_GUARD, GUARD_BITS)
+                for n, s in sorted(plan["outputs"].items())]
+        ins = [("in", n, s["shape"], s.get("dtype", "float32"), INPUT_GUARD, POISON_BITS)
+               for n, s in sorted(plan["inputs"].items()) if s.get("role", "in") == "in"]
+        return outs + ins
+
+    def reply_bytes(self, plan: dict, trials: int) -> int:
+        return trials * sum((math.prod(shape) + 2 * guard) * 4 for _, _, shape, _, guard, _ in self.layout(plan))
+
+    def unpack(self, plan: dict, blobs: list[bytearray], seeds: list[int]):
+        """Check the worker's buffers against the trusted side's knowledge:
+        sizes, guard bands untouched, inputs unchanged. Returns the outputs of
+        each trial and the inputs the judge built, or the rule broken."""
+        import numpy as np
+        import torch
+        layout = self.layout(plan)
+        sizes = [(math.prod(shape) + 2 * guard) * 4 for _, _, shape, _, guard, _ in layout] * len(seeds)
+        if [len(b) for b in blobs] != sizes:
+            raise ProtocolError(f"expected buffers of {sizes} bytes, got {[len(b) for b in blobs]}")
+        outputs, inputs = [], []
+        for t, seed in enumerate(seeds):
+            made = case_data.make_inputs(plan, seed, self.device)
+            got = {}
+            for i, (kind, name, shape, dtype, guard, bits) in enumerate(layout):
+                raw = np.frombuffer(blobs[t * len(layout) + i], dtype=np.int32)
+                if not (np.all(raw[:guard] == bits) and np.all(raw[len(raw) - guard:] == bits)):
+                    where = "output" if kind == "out" else "input"
+                    return None, None, f"rule: solve wrote outside the {where} tensor {name!r} (its guard band changed)"
+                body = torch.from_numpy(raw[guard:len(raw) - guard].copy()).reshape(shape)
+                if kind == "in":
+                    if not torch.equal(body, made[name].cpu().view(torch.int32)):
+                        return None, None, f"rule: inputs must be unchanged, and solve modified {name!r}"
+                else:
+                    got[name] = body.view(getattr(torch, dtype)).to(self.device)
+            outputs.append(got)
+            inputs.append(made)
+        return outputs, inputs, None
+
+    def expected(self, made: dict) -> dict[str, Expected]:
+        """The truth for one trial's inputs, from the challenge's reference."""
+        if self._reference_takes_fp32:
+            truth = self.reference(made, need_fp32=self.policy.needs_fp32)
+        else:
+            truth = self.reference(made)
+        return {name: value if isinstance(value, Expected) else Expected(exact=value)
+                for name, value in truth.items()}
+
+    def compare(self, outputs: list[dict], inputs: list[dict]) -> Comparison:
+        trials = []
+        for got, made in zip(outputs, inputs):
+            expected = self.expected(made)
+            for name in sorted(got):
+                trials.append(Trial(got=got[name], expected=expected[name]))
+        return self.policy.compare(trials)
+
+    def run_case(self, case: Case, kind: str, slot: "Slot") -> CaseResult:
+        result = CaseResult(name=case.name, kind=kind, shape=self.challenge.shape_label(case),
+                            dims=dict(case.dims), status="not_run")
+        if self.device == "cpu":
+            reason = self.challenge.fits_cpu(case)
+            if reason:
+                result.status, result.message = "skipped", reason
+                return result
+        if time.monotonic() >= self.deadline:
+            result.message = f"not run: the submission's {self.limits.total_timeout_s:.0f} s limit is spent"
+            return result
+        started = time.monotonic()
+        plan = case_data.input_plan(self.challenge, case)
+        seeds = self.seeds(case)
+        result.trials = len(seeds)
+        assert slot.worker is not None
+        try:
+            reply, blobs = slot.worker.request(
+                {"op": "run", "plan": plan, "seeds": seeds, "return_inputs": True},
+                self.time_left(self.limits.case_timeout_s), max_blob_bytes=self.reply_bytes(plan, len(seeds)))
+        except WorkerDied as exc:
+            result.status, result.message = "runtime_error", str(exc)
+            slot.stop()
+        except WorkerTimeout as exc:
+            result.status, result.message = "time_limit_exceeded", str(exc)
+            slot.stop()
+        except ProtocolError as exc:
+            result.status, result.message = "runtime_error", f"the worker sent garbage: {exc}"
+            slot.stop()
+        else:
+            if reply.get("status") != "ok":
+                result.status, result.message = status_of(reply), str(reply.get("message", ""))[:4000]
+            else:
+                with self.checking:
+                    outputs, inputs, rule = self.unpack(plan, blobs, seeds)
+                    if rule:
+                        result.status, result.message = "rejected", rule
+                    else:
+                        fill(result, self.compare(outputs, inputs))
+        result.seconds = round(time.monotonic() - started, 3)
+        return result
+
+    def is_large(self, case: Case) -> bool:
+        """Cases whose buffers are too big to run beside others: run alone."""
+        plan = case_data.input_plan(self.challenge, case)
+        return self.device == "cuda" and self.reply_bytes(plan, self.challenge.trials(case)) > LARGE_CASE_BYTES
+
+
+def fill(result: CaseResult, cmp: Comparison) -> None:
+    result.status = "accepted" if cmp.passed else "wrong_answer"
+    result.max_abs_err = cmp.stats.max_abs_err
+    result.max_rel_err = cmp.stats.max_rel_err
+    result.mismatches = cmp.mismatches
+    result.bound_ratio = cmp.bound_ratio
+    result.norm_ratio = cmp.norm_ratio
+    result.first_mismatches = cmp.first_mismatches
+    result.diagnosis = cmp.diagnosis
+    result.message = cmp.message
+
+
+def status_of(reply: dict) -> str:
+    """The case status a worker's failure reply earns (anything unknown is a runtime error)."""
+    status = reply.get("status")
+    valid = {v.value for v in Verdict} - {"accepted"}
+    return status if status in valid else "runtime_error"

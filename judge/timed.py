@@ -1,0 +1,172 @@
+"""The judge's side of timing: asking a worker to time solve on the
+performance case, then checking what it reports against what the judge
+knows (every set's final output in full, every timed call's check sums),
+and the baselines it is compared with."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import TYPE_CHECKING
+
+from . import baselines as baselines_mod
+from . import cases as case_data
+from . import gpuinfo
+from .casework import Run, fill, status_of
+from .challenge import Case
+from .errors import ProtocolError, WorkerDied, WorkerTimeout
+from .results import CaseResult, Performance, Timing
+
+if TYPE_CHECKING:
+    from .slots import Slot
+
+TIMED_SETS = 3  # buffer sets rotated while timing (refilled with fresh data every call)
+CHECKSUM_TOLERANCE = 1e-7  # of the challenge's checksum scale: see stale_calls
+SAMPLED_CALLS = 24  # timed calls recomputed in full when the challenge has no cheap checksum
+SUM_SLACK = 1e-6  # of Σ|expected|: float32 rounding of every output, many times over
+
+
+def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None, CaseResult | None]:
+    """Latency of the performance case over TIMED_SETS input sets. Every
+    set's final output is checked in full, and timed calls' check sums
+    against their fresh inputs: a call that skipped or changed its work is
+    caught."""
+    challenge = run.challenge
+    plan = case_data.input_plan(challenge, case)
+    seeds = [case_data.case_seed(run.secret, challenge.name, run.seed, case.name, 1000 + i)
+             for i in range(TIMED_SETS)]
+    base = case_data.case_seed(run.secret, challenge.name, run.seed, case.name, 999)
+    assert slot.worker is not None
+    failure = CaseResult(name=f"{case.name} (timed)", kind="performance",
+                         shape=challenge.shape_label(case), dims=dict(case.dims), status="not_run")
+    before = gpuinfo.snapshot()
+    asked = time.monotonic()
+    try:
+        reply, blobs = slot.worker.request(
+            {"op": "time", "plan": plan, "seeds": seeds, "call_seed": base},
+            run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=run.reply_bytes(plan, len(seeds)))
+    except (WorkerDied, ProtocolError) as exc:
+        failure.status, failure.message = "runtime_error", f"while timing: {exc}"
+        slot.stop()
+        return None, failure
+    except WorkerTimeout as exc:
+        failure.status, failure.message = "time_limit_exceeded", f"while timing: {exc}"
+        slot.stop()
+        return None, failure
+    wall_s = time.monotonic() - asked
+    run.phases["timing_worker"] = round(wall_s, 3)
+    after = gpuinfo.snapshot()
+    if reply.get("status") != "ok":
+        failure.status, failure.message = status_of(reply), str(reply.get("message", ""))[:4000]
+        return None, failure
+    raw = reply.get("timing", {})
+    try:
+        # Each set's buffers hold the data of the last timed call made on it.
+        last = [int(r) if r is not None else None for r in raw["last_call"]]
+        final_seeds = [seeds[i] if r is None else case_data.call_seed(base, r) for i, r in enumerate(last)]
+    except (KeyError, TypeError, ValueError) as exc:
+        failure.status, failure.message = "runtime_error", f"malformed timing from the worker: {exc}"
+        return None, failure
+    outputs, inputs, rule = run.unpack(plan, blobs, final_seeds)
+    if rule:
+        failure.status, failure.message = "rejected", rule
+        return None, failure
+    for i, (got, made) in enumerate(zip(outputs, inputs)):
+        cmp = run.compare([got], [made])
+        if not cmp.passed:
+            fill(failure, cmp)
+            failure.message = f"the output of the timed calls on input set {i} is wrong: {cmp.message}"
+            return None, failure
+    try:
+        stale = stale_calls(run, plan, base, raw["checks"])
+        median = float(raw["median_ms"])
+        flops, moved = challenge.flop_count(case), challenge.byte_count(case)
+        gbps = moved / (median * 1e-3) / 1e9 if moved else None
+        peak = gpuinfo.peak_bandwidth_gbps()
+        timing = Timing(**{k: raw[k] for k in ("median_ms", "mean_ms", "min_ms", "sem_ms", "reps",
+                                                "l2_flush_bytes", "sets", "warmup_calls")},
+                        tflops=flops / (median * 1e-3) / 1e12 if flops else None,
+                        gbps=gbps, percent_of_bandwidth=100 * gbps / peak if gbps and peak else None,
+                        gpu_before=before, gpu_after=after,
+                        throttle_warning=gpuinfo.throttle_warning(before, after))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        failure.status, failure.message = "runtime_error", f"malformed timing from the worker: {exc}"
+        return None, failure
+    if stale:
+        failure.status = "wrong_answer"
+        failure.message = (f"{len(stale)} of the timed calls checked left an output whose check sum is not "
+                           f"that of their fresh inputs (first: call {stale[0]}): work skipped, cached "
+                           "or changed")
+        return None, failure
+    # The timed calls happened inside this request: their total cannot
+    # exceed its wall time.
+    if median <= 0 or timing.mean_ms * timing.reps / 1000 > wall_s * 1.05 + 0.05:
+        failure.status = "rejected"
+        failure.message = (f"rule: the reported timing ({timing.reps} calls of {timing.mean_ms:.3f} ms on "
+                           f"average) does not fit in the {wall_s:.2f} s the request took")
+        return None, failure
+    return timing, None
+
+
+def stale_calls(run: Run, plan: dict, base: int, checks: list) -> list[int]:
+    """Timed calls whose output check sums are not the ones their fresh
+    inputs imply: skipped, cached or changed work. With the challenge's
+    cheap checksum every call is checked (for matmul, (1ᵀA)(B1): two data
+    sets of the performance case differ by ~3e-6 of the scale, float32 or
+    TF32 rounding by ~1e-9; the bound sits between); without one, a sample
+    of calls the worker cannot predict is recomputed in full."""
+    checksum = run.challenge.checksum_fn()
+    stale = []
+    if checksum is not None:
+        for r, _, total, *_ in checks:
+            expected, scale = checksum(case_data.make_inputs(plan, case_data.call_seed(base, int(r)), run.device))
+            if not math.isfinite(total) or abs(total - expected) > CHECKSUM_TOLERANCE * scale + 1e-30:
+                stale.append(int(r))
+        return stale
+    import torch
+    # Seeded by the secret: the worker cannot know which calls are recomputed.
+    pick = random.Random(case_data.case_seed(run.secret, run.challenge.name, run.seed, "sampled calls", base))
+    sample = sorted(pick.sample(range(len(checks)), min(SAMPLED_CALLS, len(checks))))
+    atol, rtol = run.policy.allclose or (0.0, 0.0)
+    for index in sample:
+        r, _, total, weighted = checks[index]
+        expected = run.expected(case_data.make_inputs(plan, case_data.call_seed(base, int(r)), run.device))
+        ref = torch.cat([expected[name].float32().reshape(-1).to(torch.float64) for name in sorted(expected)])
+        weights = torch.cat([case_data.check_weights(expected[name].exact.numel(), ref.device)
+                             for name in sorted(expected)])
+        allowed = float((atol + rtol * ref.abs()).sum() + SUM_SLACK * ref.abs().sum()) + 1e-30
+        for got, want in ((total, float(ref.sum())), (weighted, float((ref * weights).sum()))):
+            if not math.isfinite(float(got)) or abs(float(got) - want) > allowed:
+                stale.append(int(r))
+                break
+    return stale
+
+
+def baselines(run: Run, case: Case) -> tuple[dict[str, dict] | None, str | None]:
+    """Library and reference latencies on the timed shape (set 0's data)."""
+    factory = run.challenge.baselines_fn()
+    if factory is None:
+        return None, None
+    from .grader import versions
+    gpu = gpuinfo.snapshot()
+    if not gpu.get("available"):
+        import torch
+        gpu = {"name": torch.cuda.get_device_name(), "driver": "unknown"}
+    key = baselines_mod.cache_key(run.challenge.name, run.challenge.shape_label(case), gpu, versions())
+    plan = case_data.input_plan(run.challenge, case)
+    seed = case_data.case_seed(run.secret, run.challenge.name, run.seed, case.name, 1000)
+    measured, cached = baselines_mod.get(
+        key, lambda: factory(case_data.make_inputs(plan, seed, run.device)),
+        refresh=run.options.refresh_baselines)
+    return measured, ("cached" if cached else "measured now")
+
+
+def performance(run: Run, case: Case, timing: Timing) -> Performance | None:
+    measured, source = baselines(run, case)
+    if not measured:
+        return None
+    ms = {name: float(stats["median_ms"]) for name, stats in measured.items()}
+    return Performance(baselines_ms=ms, baselines_source=source,
+                       percent_of={k: 100 * v / timing.median_ms for k, v in ms.items()},
+                       speedup_over={k: v / timing.median_ms for k, v in ms.items()})
