@@ -5,7 +5,7 @@ GPU and record the results.
 
 Writes DIR/gpu_examples.json (verdicts, per-case statuses, latency, device,
 versions) and DIR/gpu_examples.md (a table), and compares each verdict with
-submissions/expected.toml and tests/fixtures/gpu/expected.toml; exits 1 if
+the expected.toml files (judge.goldens) and tests/fixtures/gpu/expected.toml; exits 1 if
 any differs. Paths in the results are relative to the repository.
 """
 
@@ -15,22 +15,24 @@ import argparse
 import json
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from judge import goldens  # noqa: E402
 from judge.grader import GradeOptions, grade  # noqa: E402
 from judge.isolation import Limits  # noqa: E402
 
 
 def _row(record: dict) -> str:
     lat = f"{record['latency_ms']:.3f}" if record.get("latency_ms") else "–"
-    tflops = f"{record['timing']['tflops']:.1f}" if record.get("timing") else "–"
+    timing = record.get("timing") or {}
+    tflops = f"{timing['tflops']:.1f}" if timing.get("tflops") else "–"
+    gbps = f"{timing['gbps']:.0f}" if timing.get("gbps") else "–"
     where = " ".join(record.get("first_failing", "").split()).replace("|", "/")
     return (f"| {record['path']} | {record['expected']} | {record['verdict']} | "
-            f"{'yes' if record['matches'] else 'NO'} | {lat} | {tflops} | {record['wall_s']:.1f} | {where} |")
+            f"{'yes' if record['matches'] else 'NO'} | {lat} | {tflops} | {gbps} | {record['wall_s']:.1f} | {where} |")
 
 
 def main() -> int:
@@ -44,23 +46,21 @@ def main() -> int:
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
     # Example submissions, then the GPU-only fixtures of the boundary tests.
-    expected = {}
-    for folder in (ROOT / "submissions", ROOT / "tests" / "fixtures" / "gpu"):
-        with (folder / "expected.toml").open("rb") as fh:
-            expected.update({(folder / k).relative_to(ROOT).as_posix(): v["verdict"]
-                             for k, v in tomllib.load(fh).items()})
+    expected = {g.relative(): g for g in goldens.examples() + goldens.read(ROOT / "tests" / "fixtures" / "gpu")}
     rows, records, mismatched = [], [], 0
     for earlier in ns.merge:
         for record in json.loads(earlier.read_text()):
             records.append(record)
             rows.append(_row(record))
-    for path, wanted in expected.items():
+    for path, golden in expected.items():
+        wanted = golden.verdict
         if ns.only not in path or (ns.exclude and ns.exclude in path):
             continue
         t0 = time.monotonic()
         # The hanging fixtures get a short case limit; the examples, the defaults.
         limits = Limits(case_timeout_s=10) if "hang" in path or "infinite" in path else Limits()
-        result = grade(ROOT / path, GradeOptions(device="cuda", seed=ns.seed, limits=limits))
+        result = grade(ROOT / path, GradeOptions(challenge=golden.challenge, device="cuda", seed=ns.seed,
+                                                 limits=limits))
         wall = time.monotonic() - t0
         ok = result.verdict.value == wanted
         mismatched += not ok
@@ -78,10 +78,10 @@ def main() -> int:
     head = records[0] if records else {}
     md = ["# Example submissions graded on the GPU", "",
           f"- date: {head.get('started_at')}", f"- device: {head.get('device_name')}",
-          f"- versions: {head.get('versions')}", f"- seed: {ns.seed}, policy fp32",
+          f"- versions: {head.get('versions')}", f"- seed: {ns.seed}, each challenge's default policy",
           f"- sandbox: {head.get('sandbox')}", "",
-          "| file | expected | verdict | match | latency ms | TFLOPS | wall s | first failing case |",
-          "|---|---|---|---|---|---|---|---|", *rows]
+          "| file | expected | verdict | match | latency ms | TFLOPS | GB/s | wall s | first failing case |",
+          "|---|---|---|---|---|---|---|---|---|", *rows]
     (ns.out / "gpu_examples.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 1 if mismatched or not all(r["matches"] for r in records) else 0

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cases as case_data
+from . import source_scan
 from .challenge import Case, Challenge
 from .compare import Comparison, Expected, Trial, policy_for
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
@@ -165,6 +166,7 @@ class Run:
                         result.status, result.message = "rejected", rule
                     else:
                         fill(result, self.compare(outputs, inputs))
+                        result.diagnosis = source_scan.explain(self.path, result.diagnosis)
         result.seconds = round(time.monotonic() - started, 3)
         return result
 

@@ -57,7 +57,7 @@ def list_challenges():
         except UsageError as exc:  # one broken folder must not hide the others
             click.secho(f"{name:28s} cannot be loaded: {exc}", fg="red")
             continue
-        dims = ", ".join(f"{d}={v:,}" for d, v in ch.performance.dims.items())
+        dims = f"{'×'.join(ch.performance.dims)} = {ch.shape_label(ch.performance)}"
         click.echo(f"{name:28s} {ch.difficulty:7s} {ch.title}  "
                    f"({len(ch.functional)} functional cases, performance at {dims}; {ch.call_signature()})")
 
@@ -139,7 +139,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     challenge_name = challenge_name or challenges.for_file(path) or "matrix_multiplication"
     challenge = challenges.load(challenge_name)
     if policy is not None and policy not in challenge.tolerance.policies:
-        raise UsageError(f"policy {policy!r} is not defined for {challenge_name} "
+        raise UsageError(f"--policy {policy!r} is not defined for {challenge_name} "
                          f"(defined: {', '.join(challenge.tolerance.policies)})")
     limits = {}
     if case_timeout is not None:

@@ -63,3 +63,19 @@ REDUCED_KERNELS = {
     "bf16_truncate": lambda a, b: tiled(bf16_truncate(a), bf16_truncate(b)),
     "bf16_nearest": lambda a, b: tiled(bf16_nearest(a), bf16_nearest(b)),
 }
+
+
+def tf32x3(a: torch.Tensor, b: torch.Tensor, rounding=tf32_nearest, depth: int = 32) -> torch.Tensor:
+    """3xTF32 (tl.dot(..., input_precision="tf32x3")): each float32 split
+    into a TF32 head and a TF32 tail, the tail·tail product dropped, the
+    three partial products of a tile added to the float32 accumulator tails
+    first."""
+    a_big, b_big = rounding(a), rounding(b)
+    a_small, b_small = rounding(a - a_big), rounding(b - b_big)
+    out = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32)
+    for n0 in range(0, a.shape[1], depth):
+        s = slice(n0, n0 + depth)
+        out = out + a_small[:, s] @ b_big[s, :]
+        out = out + a_big[:, s] @ b_small[s, :]
+        out = out + a_big[:, s] @ b_big[s, :]
+    return out

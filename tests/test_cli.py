@@ -291,7 +291,10 @@ def test_show_prints_the_statement():
     result = _run("show", "matrix_multiplication")
     assert result.exit_code == 0, result.output
     assert "solve(a, b, c, M" in result.stdout
-    assert result.stdout.strip() == challenges.load("matrix_multiplication").statement().strip()
+    statement = challenges.load("matrix_multiplication").statement().strip()
+    assert result.stdout.startswith(statement)
+    # then the signature and the policies, from challenge.toml
+    assert "fp32 (default)" in result.stdout and "leetgpu" in result.stdout and "tf32" in result.stdout
 
 
 def _solve_params(source: str) -> list[str]:
