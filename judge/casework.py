@@ -143,9 +143,13 @@ class Run:
         seeds = self.seeds(case)
         result.trials = len(seeds)
         assert slot.worker is not None
+        request = {"op": "run", "plan": plan, "seeds": seeds, "return_inputs": True}
+        if self.device == "cpu":
+            request["interpreter_budget_s"] = min(self.limits.interpreter_budget_s,
+                                                  0.8 * self.time_left(self.limits.case_timeout_s))
         try:
             reply, blobs = slot.worker.request(
-                {"op": "run", "plan": plan, "seeds": seeds, "return_inputs": True},
+                request,
                 self.time_left(self.limits.case_timeout_s), max_blob_bytes=self.reply_bytes(plan, len(seeds)))
         except WorkerDied as exc:
             result.status, result.message = "runtime_error", str(exc)
@@ -157,7 +161,9 @@ class Run:
             result.status, result.message = "runtime_error", f"the worker sent garbage: {exc}"
             slot.stop()
         else:
-            if reply.get("status") != "ok":
+            if reply.get("status") == "interpreter_too_slow" and self.device == "cpu":
+                result.status, result.message = "skipped", str(reply.get("message", ""))[:4000]
+            elif reply.get("status") != "ok":
                 result.status, result.message = status_of(reply), str(reply.get("message", ""))[:4000]
             else:
                 with self.checking:

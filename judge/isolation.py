@@ -46,6 +46,8 @@ class Limits(BaseModel):
 
     load_timeout_s: float = Field(120.0, gt=0, description="importing the submission (and torch)")
     case_timeout_s: float = Field(60.0, gt=0, description="one case, all its trials")
+    interpreter_budget_s: float = Field(20.0, gt=0, description="one case under Triton's interpreter: a case "
+                                        "whose launches would need longer is not run on CPU (no verdict)")
     total_timeout_s: float = Field(900.0, gt=0, description="the whole submission")
     host_memory_bytes: int = Field(16 << 30, gt=0, description="host memory of a worker")
     gpu_memory_fraction: float = Field(0.5, gt=0, le=1, description="of the GPU, for a CUDA worker")

@@ -14,11 +14,22 @@ without any tl.dot). The interpreter multiplies such broadcasts in float32;
 we round their operands to TF32 as the GPU's rewritten dot does, when the
 tile is large enough for tensor cores (every dimension ≥ 16).
 
+The interpreter runs a launch's programs one by one: a kernel with one
+program per output element (LeetGPU's starter shape) needs minutes for a
+case the H100 runs in milliseconds. That is the interpreter's speed, not the
+submission's: each launch is watched, and when its first programs show it
+cannot finish within the case's interpreter budget it is stopped and the
+case reported as not run on CPU, with the estimate (never a time limit
+verdict). A kernel that never finishes its first program still times out,
+as it would on a GPU.
+
 @triton.autotune cannot benchmark without a GPU ("0 active drivers"); on CPU
 every config is taken to cost the same, so the first (valid) config runs.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -27,6 +38,56 @@ TF32_MASK = np.uint32(0xFFFFE000)  # keep sign, exponent and 10 mantissa bits
 
 def round_to_tf32(x: np.ndarray) -> np.ndarray:
     return (np.ascontiguousarray(x, dtype=np.float32).view(np.uint32) & TF32_MASK).view(np.float32)
+
+
+class InterpreterTooSlow(BaseException):
+    """Stops a launch the interpreter cannot finish in time (a BaseException,
+    so that Triton's own `except Exception` does not turn it into a
+    compilation error)."""
+
+
+# The budget of the case being run, and what was found: kept in a closure's
+# reach rather than on a class, set by the request loop.
+_watch = {"deadline": None, "found": None, "total": 1, "done": 0, "started": 0.0}
+MIN_PROGRAMS = 3  # programs timed before estimating a launch
+
+
+def set_budget(seconds: float) -> None:
+    _watch.update(deadline=time.monotonic() + seconds, found=None)
+
+
+def too_slow() -> str | None:
+    """Why the last call was stopped, once (then forgotten)."""
+    found, _watch["found"] = _watch["found"], None
+    return found
+
+
+def _watch_launches(builder) -> None:
+    original_dim, original_idx = builder.set_grid_dim, builder.set_grid_idx
+
+    def set_grid_dim(self, nx, ny, nz):
+        _watch.update(total=max(1, nx * ny * nz), done=0, started=time.monotonic())
+        return original_dim(self, nx, ny, nz)
+
+    def set_grid_idx(self, x, y, z):
+        done = _watch["done"]
+        deadline = _watch["deadline"]
+        if deadline is not None and done >= MIN_PROGRAMS:
+            elapsed = time.monotonic() - _watch["started"]
+            remaining = _watch["total"] - done
+            needed = elapsed / done * remaining
+            if time.monotonic() + needed > deadline:
+                _watch["found"] = (
+                    f"not run on CPU: this launch has {_watch['total']:,} programs, and Triton's interpreter, "
+                    f"which runs them one by one at ~{1000 * elapsed / done:.1f} ms each, would need "
+                    f"~{elapsed / done * _watch['total']:.0f} s for it; a GPU runs them in parallel. "
+                    "Grade on a GPU, or use larger blocks (fewer programs) to check this case on CPU.")
+                raise InterpreterTooSlow(_watch["found"])
+        _watch["done"] = done + 1
+        return original_idx(self, x, y, z)
+
+    builder.set_grid_dim = set_grid_dim
+    builder.set_grid_idx = set_grid_idx
 
 
 def _outer_broadcast(x, y) -> bool:
@@ -43,6 +104,7 @@ def install(emulate_tf32: bool = True) -> None:
     from triton._C.libtriton import ir
     from triton.runtime import autotuner, interpreter
 
+    _watch_launches(interpreter.InterpreterBuilder)
     if emulate_tf32:
         builder = interpreter.InterpreterBuilder
         original_dot = builder.create_dot

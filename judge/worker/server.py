@@ -234,6 +234,11 @@ class Worker:
             failure = {"status": classify(exc), "message": _short_traceback(exc)}
         if self.guard.violation:
             return {"status": "rejected", "message": self.guard.violation}
+        if self.device == "cpu":
+            from judge.worker import interpret
+            slow = interpret.too_slow()
+            if slow:  # the interpreter's speed, not the submission's: no verdict
+                return {"status": "interpreter_too_slow", "message": slow}
         if failure:
             return failure
         if _launches == before:
@@ -245,6 +250,9 @@ class Worker:
         """Each trial's output buffers, then (when asked, for the judge to check
         they are unchanged) its input buffers, all with their guard bands."""
         blobs = []
+        if self.device == "cpu" and msg.get("interpreter_budget_s"):
+            from judge.worker import interpret
+            interpret.set_budget(float(msg["interpreter_budget_s"]))
         for seed in msg["seeds"]:
             args, outputs, inputs = self._prepare(msg["plan"], seed)
             failure = self._call(args)
