@@ -38,6 +38,7 @@ class Run:
         self.options = options
         self.limits = options.limits
         self.policy = policy_for(challenge, options.policy)
+        self.also = [policy_for(challenge, name) for name in options.also_policies]
         self.seed = options.seed if options.seed is not None else case_data.new_run_seed()
         self.secret = case_data.load_secret()
         self.deadline = time.monotonic() + self.limits.total_timeout_s
@@ -113,18 +114,24 @@ class Run:
     def expected(self, made: dict) -> dict[str, Expected]:
         """The truth for one trial's inputs, from the challenge's reference."""
         if self._reference_takes_fp32:
-            truth = self.reference(made, need_fp32=self.policy.needs_fp32)
+            truth = self.reference(made, need_fp32=any(p.needs_fp32 for p in [self.policy, *self.also]))
         else:
             truth = self.reference(made)
         return {name: value if isinstance(value, Expected) else Expected(exact=value)
                 for name, value in truth.items()}
 
-    def compare(self, outputs: list[dict], inputs: list[dict]) -> Comparison:
+    def compare(self, outputs: list[dict], inputs: list[dict], also: dict | None = None) -> Comparison:
+        """The comparison under the grading's policy; with `also`, fills it
+        with (status, message) under each of the other policies asked for."""
         trials = []
         for got, made in zip(outputs, inputs):
             expected = self.expected(made)
             for name in sorted(got):
                 trials.append(Trial(got=got[name], expected=expected[name]))
+        if also is not None:
+            for policy in self.also:
+                other = policy.compare(trials)
+                also[policy.name] = ("accepted" if other.passed else "wrong_answer", other.message)
         return self.policy.compare(trials)
 
     def run_case(self, case: Case, kind: str, slot: "Slot") -> CaseResult:
@@ -171,7 +178,7 @@ class Run:
                     if rule:
                         result.status, result.message = "rejected", rule
                     else:
-                        fill(result, self.compare(outputs, inputs))
+                        fill(result, self.compare(outputs, inputs, also=result.also))
                         result.diagnosis = source_scan.explain(self.path, result.diagnosis)
         result.seconds = round(time.monotonic() - started, 3)
         return result

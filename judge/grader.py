@@ -47,6 +47,12 @@ class GradeOptions(BaseModel):
     workers: int | None = Field(None, ge=1, le=16)  # None: min(4, CPU count)
     scoring: ScoringPolicy | None = None  # None: the challenge's own scale
     limits: Limits = Field(default_factory=Limits)
+    # Other policies each case's outputs are also compared under (the
+    # verdict stays the policy's): CaseResult.also says how each judged it.
+    also_policies: list[str] = []
+    # CPU mode: round float32 tl.dot inputs to TF32 as an Ampere-or-newer GPU
+    # does (False: as a T4 computes them, in float32).
+    emulate_tf32: bool = True
 
 
 def choose_device(requested: str | None) -> str:
@@ -81,6 +87,9 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
         raise UsageError(f"policy {policy_name!r} is not defined for {challenge.name} "
                          f"(defined: {', '.join(challenge.tolerance.allowed_policies)})")
     scoring = options.scoring or scoring_for(challenge)
+    for name in options.also_policies:
+        if name not in challenge.tolerance.allowed_policies:
+            raise UsageError(f"policy {name!r} is not defined for {challenge.name}")
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     # Start the workers before importing torch here: both take seconds.

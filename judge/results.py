@@ -34,6 +34,8 @@ class CaseResult(BaseModel):
     diagnosis: str | None = None
     message: str = ""
     seconds: float = 0.0
+    # Under GradeOptions.also_policies: policy -> (status, message) of the same outputs.
+    also: dict[str, tuple[str, str]] = {}
 
 
 class Timing(BaseModel):

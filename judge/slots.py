@@ -47,7 +47,7 @@ class Slot:
         try:
             reply, _ = self.worker.request(
                 {"op": "load", "path": "submission.py", "device": run.device,
-                 "emulate_tf32": True, "gpu_memory_fraction": run.limits.gpu_memory_fraction,
+                 "emulate_tf32": run.options.emulate_tf32, "gpu_memory_fraction": run.limits.gpu_memory_fraction,
                  "arity": len(arg_names), "arg_names": arg_names,
                  "signature": run.challenge.call_signature()},
                 run.time_left(run.limits.load_timeout_s), max_blob_bytes=0)
