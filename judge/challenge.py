@@ -137,6 +137,9 @@ class Challenge(_Strict):
     example: Case
     functional: list[Case]
     performance: Case
+    # The functional cases that mirror LeetGPU's published list (judge check
+    # answers in LeetGPU's terms from these).
+    leetgpu_cases: list[str] = []
 
     folder: Path | None = None  # set by the loader
 
@@ -183,6 +186,9 @@ class Challenge(_Strict):
             raise ValueError(f"duplicate case names: {sorted(dupes)}")
         for case in self.all_cases():
             self._check_case(case)
+        unknown = set(self.leetgpu_cases) - {c.name for c in self.functional}
+        if unknown:
+            raise ValueError(f"leetgpu_cases names unknown functional cases {sorted(unknown)}")
         return self
 
     def _check_case(self, case: Case) -> None:
