@@ -131,7 +131,8 @@ class Run:
         if also is not None:
             for policy in self.also:
                 other = policy.compare(trials)
-                also[policy.name] = ("accepted" if other.passed else "wrong_answer", other.message)
+                why = f" ({other.diagnosis})" if other.diagnosis and not other.passed else ""
+                also[policy.name] = ("accepted" if other.passed else "wrong_answer", other.message + why)
         return self.policy.compare(trials)
 
     def run_case(self, case: Case, kind: str, slot: "Slot") -> CaseResult:

@@ -167,5 +167,52 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     sys.exit(0 if result.verdict.value == "accepted" else 1)
 
 
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--challenge", "challenge_name", default=None,
+              help="Challenge (default: the one whose folder holds PATH, else matrix_multiplication).")
+@click.option("--gpu", type=click.Choice(["t4", "a100", "h100", "h200", "b200"]), default="h100", show_default=True,
+              help="The LeetGPU GPU to answer for. t4 has no TF32, so a default tl.dot computes in float32 "
+                   "there and in TF32 on the others; on CPU that is what is emulated.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
+@click.option("--seed", type=int, help="Run seed, to reproduce a run's case data.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), help="Default: cuda if available, else cpu.")
+@click.option("--workers", type=click.IntRange(1, 16), default=None, help="Worker processes (as for submit).")
+def check(path, challenge_name, gpu, as_json, seed, device, workers):
+    """Self-check PATH before posting it to LeetGPU.
+
+    \b
+    Answers in LeetGPU's terms first ("LeetGPU (H100) would most likely say:
+    Accepted / Wrong Answer on case X / ..."), from LeetGPU's own tolerance
+    on its published cases, then our stricter judgement where it differs,
+    and why. LeetGPU's rules are read from the file before anything runs:
+    solve's exact signature, Triton and torch's native features only, no
+    torch compute doing the job, one self-contained file.
+
+    Exit status: 0 when LeetGPU would accept it, 1 otherwise, 2 usage error."""
+    from . import check as checking
+    from .grader import GradeOptions, grade
+
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    challenge_name = challenge_name or challenges.for_file(path) or "matrix_multiplication"
+    challenge = challenges.load(challenge_name)
+    leet_policy, our_policy = checking.policies(challenge)
+    options = GradeOptions(challenge=challenge_name, device=device, policy=leet_policy, seed=seed, workers=workers,
+                           also_policies=[our_policy] if our_policy != leet_policy else [],
+                           emulate_tf32=gpu != "t4")
+    if as_json:
+        outcome = checking.answer(challenge, path, grade(path, options), gpu)
+        click.echo(outcome.model_dump_json(indent=1))
+    else:
+        from rich.console import Console
+        from .report import render_check
+        console = Console()
+        with console.status(f"checking {path} as LeetGPU's {gpu.upper()} would …"):
+            outcome = checking.answer(challenge, path, grade(path, options), gpu)
+        render_check(outcome, console)
+    sys.exit(0 if outcome.leetgpu.verdict == "accepted" else 1)
+
+
 if __name__ == "__main__":
     main()

@@ -127,6 +127,28 @@ def render(result: GradeResult, console: Console | None = None) -> None:
     console.print(f"[dim]graded in {result.duration_s:.1f} s" + (f" ({phases})" if phases else "") + "[/]")
 
 
+def render_check(outcome, console: Console | None = None) -> None:
+    """`judge check`: the prechecks, the case table, then LeetGPU's answer and ours."""
+    console = console or Console()
+    result = outcome.result
+    console.print(f"[bold]{result.submission}[/] — {result.challenge}, graded on {result.device_name}")
+    for f in outcome.prechecks:
+        colour = "red" if f["blocking"] else "yellow"
+        where = f" (line {f['line']})" if f["line"] else ""
+        console.print(f"[{colour}]rule[/] {f['problem']}{where} → {f['fix']}", highlight=False)
+    console.print(case_table(result, notes=console.width >= 110))
+    leet = outcome.leetgpu
+    colour = "green" if leet.verdict == "accepted" else "red"
+    console.print(f"[bold {colour}]{leet.text}[/]", highlight=False)
+    ours = outcome.ours
+    if ours.differs:
+        console.print(f"[bold yellow]but[/] {ours.text}", highlight=False)
+    else:
+        console.print(f"[dim]{ours.text}[/]", highlight=False)
+    if outcome.estimate:
+        console.print(f"[dim]{outcome.estimate}[/]", highlight=False)
+
+
 def _shorten_block(text: str, lines: int = 20, width: int = 200) -> str:
     rows = text.splitlines()
     cut = [r if len(r) <= width else r[:width] + "…" for r in rows[:lines]]

@@ -1,0 +1,138 @@
+"""LeetGPU's rules, checked on the source text before anything runs (parsed,
+never executed): solve's exact signature, only Triton and torch's native
+features, no torch compute doing the job, one self-contained file. Each
+finding comes with a one-line fix. The graded run enforces the same rules
+at run time (judge.worker.rules); this says it earlier and plainer."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import asdict, dataclass
+
+# Modules a LeetGPU Triton file may import: the framework, Triton, and the
+# plain Python that kernels' launch code uses.
+ALLOWED_ROOTS = {"torch", "triton", "math", "typing", "functools", "itertools", "operator", "dataclasses",
+                 "__future__", "collections", "numbers", "enum"}
+# Compute libraries LeetGPU's rule excludes by name ("Triton and the framework's native features only").
+FOREIGN_COMPUTE = {"numpy", "cupy", "jax", "jaxlib", "numba", "scipy", "tensorflow", "pycuda", "cuda",
+                   "cupyx", "tinygrad", "mlx", "cffi", "ctypes", "sklearn", "pandas"}
+# torch functions that only allocate, view or describe: anything else in solve may do the job.
+TORCH_ALLOWED = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+                 "arange", "empty_strided", "float32", "float16", "bfloat16", "int32", "int64", "device",
+                 "cuda", "synchronize", "Tensor", "Size", "dtype", "is_tensor", "numel", "finfo", "iinfo"}
+TENSOR_COMPUTE = {"matmul", "mm", "bmm", "addmm", "einsum", "sum", "mean", "softmax", "log_softmax", "cumsum",
+                  "flip", "relu", "sort", "topk", "max", "min", "argmax", "argmin", "exp", "conv1d", "conv2d",
+                  "transpose_", "add", "sub", "mul", "div", "t_", "prod", "norm", "tanh", "sigmoid",
+                  "__matmul__", "dot", "outer", "cpu", "numpy", "tolist", "item"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str  # signature | imports | torch_compute | self_contained | triton
+    line: int
+    problem: str
+    fix: str
+    blocking: bool  # LeetGPU would refuse or fail the file for it
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def check(source: str, arg_names: list[str]) -> list[Finding]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return [Finding("syntax", exc.lineno or 0, f"syntax error: {exc.msg}", "fix the syntax first", True)]
+    findings = _imports(tree)
+    solve = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "solve"), None)
+    if solve is None:
+        findings.append(Finding("signature", 0, "no top-level function named solve",
+                                f"define def solve({', '.join(arg_names)}):", True))
+    else:
+        findings += _signature(solve, arg_names)
+        findings += _torch_compute(solve)
+    if not any(_is_triton_jit(d) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) for d in n.decorator_list):
+        findings.append(Finding("triton", 0, "no @triton.jit kernel in the file",
+                                "write the computation as a Triton kernel launched from solve", True))
+    return findings
+
+
+def _signature(solve: ast.FunctionDef, arg_names: list[str]) -> list[Finding]:
+    params = [a.arg for a in solve.args.posonlyargs + solve.args.args]
+    if params == arg_names and not solve.args.kwonlyargs:
+        return []
+    wanted = f"def solve({', '.join(arg_names)}):"
+    if sorted(params) == sorted(arg_names):
+        problem = f"solve's parameters are in another order: solve({', '.join(params)})"
+    elif len(params) == len(arg_names):
+        problem = f"solve's parameter names differ from the starter's: solve({', '.join(params)})"
+    else:
+        problem = f"solve takes {len(params)} parameters, the challenge passes {len(arg_names)}"
+    return [Finding("signature", solve.lineno, problem + " (LeetGPU may pass them by name)", wanted, True)]
+
+
+def _imports(tree: ast.Module) -> list[Finding]:
+    out = []
+    stdlib = getattr(sys, "stdlib_module_names", set())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots = [(a.name.split(".")[0], a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # from . import x: a neighbouring file
+                out.append(Finding("self_contained", node.lineno, "a relative import: LeetGPU runs your file alone",
+                                   "put everything solve needs into this one file", True))
+                continue
+            roots = [((node.module or "").split(".")[0], node.module or "")]
+        else:
+            continue
+        for root, full in roots:
+            if root in ALLOWED_ROOTS:
+                continue
+            if root in FOREIGN_COMPUTE:
+                out.append(Finding("imports", node.lineno,
+                                   f"imports {full}: LeetGPU allows Triton and torch's native features only",
+                                   f"remove the {root} import and do the work in a Triton kernel", True))
+            elif root in stdlib:
+                out.append(Finding("imports", node.lineno, f"imports {full}, which a kernel file should not need",
+                                   f"drop `import {full}` unless solve really needs it", False))
+            else:
+                out.append(Finding("self_contained", node.lineno,
+                                   f"imports {full}, which LeetGPU's runner does not have",
+                                   "put everything solve needs into this one file", True))
+    return out
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _torch_compute(solve: ast.FunctionDef) -> list[Finding]:
+    out = []
+    for node in ast.walk(solve):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            out.append(Finding("torch_compute", node.lineno, "solve uses the @ operator (torch's matmul)",
+                               "compute the product in a Triton kernel", True))
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            head, _, last = name.rpartition(".")
+            if head.split(".")[0] in ("torch", "F") and last not in TORCH_ALLOWED and name not in (
+                    "torch.cuda.synchronize",):
+                out.append(Finding("torch_compute", node.lineno, f"solve calls {name}: torch may not do the job",
+                                   "do this step in a Triton kernel (allocation and views are fine)", True))
+            elif head and head.split(".")[0] not in ("torch", "triton", "tl", "F") and last in TENSOR_COMPUTE:
+                out.append(Finding("torch_compute", node.lineno,
+                                   f"solve calls .{last}() on a tensor: torch may not do the job",
+                                   "do this step in a Triton kernel", True))
+    return out
+
+
+def _is_triton_jit(decorator: ast.AST) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return _dotted(target).split(".")[-1] in ("jit", "autotune", "heuristics")

@@ -1,0 +1,99 @@
+"""`judge check`: LeetGPU's rules read from the source, and an answer in
+LeetGPU's terms that differs between a T4 and an H100 exactly where TF32
+makes the difference."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from judge import precheck
+from judge.cli import main
+from tests.helpers import SUBMISSIONS
+
+NAMES = ["a", "b", "c", "M", "N", "K"]
+KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(a_ptr):
+    pass
+
+"""
+
+
+def _rules(body: str) -> list[str]:
+    return [f.rule for f in precheck.check(KERNEL + textwrap.dedent(body), NAMES) if f.blocking]
+
+
+def test_a_clean_file_has_no_blocking_finding():
+    for path in (SUBMISSIONS / "correct").glob("*.py"):
+        assert [f for f in precheck.check(path.read_text(), NAMES) if f.blocking] == [], path
+
+
+@pytest.mark.parametrize("body, rule", [
+    ("def solve(A, B, C, M, N, K):\n    pass\n", "signature"),
+    ("def solve(a, b, c, N, M, K):\n    pass\n", "signature"),
+    ("def solve(a, b, c):\n    pass\n", "signature"),
+    ("import numpy as np\ndef solve(a, b, c, M, N, K):\n    pass\n", "imports"),
+    ("import cupy\ndef solve(a, b, c, M, N, K):\n    pass\n", "imports"),
+    ("from ctypes import CDLL\ndef solve(a, b, c, M, N, K):\n    pass\n", "imports"),
+    ("from .helpers import tile\ndef solve(a, b, c, M, N, K):\n    pass\n", "self_contained"),
+    ("import my_kernels\ndef solve(a, b, c, M, N, K):\n    pass\n", "self_contained"),
+    ("import torch\ndef solve(a, b, c, M, N, K):\n    c.copy_(torch.matmul(a, b))\n", "torch_compute"),
+    ("def solve(a, b, c, M, N, K):\n    c.copy_(a @ b)\n", "torch_compute"),
+    ("import torch.nn.functional as F\ndef solve(a, b, c, M, N, K):\n    c.copy_(F.linear(a, b.t()))\n",
+     "torch_compute"),
+    ("def solve(a, b, c, M, N, K):\n    c.copy_(a.mm(b))\n", "torch_compute"),
+])
+def test_each_rule_is_found_with_a_fix(body, rule):
+    found = precheck.check(KERNEL + textwrap.dedent(body), NAMES)
+    assert rule in [f.rule for f in found if f.blocking], found
+    assert all(f.fix for f in found)
+
+
+def test_allocation_and_launch_code_is_fine():
+    assert _rules("import torch\nimport math\ndef solve(a, b, c, M, N, K):\n"
+                  "    tmp = torch.empty_like(c)\n    c.zero_()\n    torch.cuda.synchronize()\n"
+                  "    k[(math.ceil(M / 16),)](a)\n") == []
+
+
+def test_no_kernel_at_all():
+    found = precheck.check("def solve(a, b, c, M, N, K):\n    pass\n", NAMES)
+    assert "triton" in [f.rule for f in found]
+
+
+def _check(*args) -> tuple[int, dict]:
+    result = CliRunner().invoke(main, ["check", *map(str, args), "--device", "cpu", "--json", "--seed", "11"],
+                                prog_name="judge")
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.mark.slow
+def test_tf32_kernel_passes_on_a_t4_and_fails_on_an_h100(monkeypatch, tmp_path):
+    monkeypatch.setenv("JUDGE_SECRET", "check-tests")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    path = SUBMISSIONS / "wrong" / "tf32_default.py"
+    code_t4, t4 = _check(path, "--gpu", "t4")
+    assert code_t4 == 0 and t4["leetgpu"]["verdict"] == "accepted", t4["leetgpu"]
+    assert "Accepted" in t4["leetgpu"]["text"] and "T4" in t4["leetgpu"]["text"]
+    assert "max_dimensions" in t4["leetgpu"]["cases_not_run"]  # too big for the interpreter, and said so
+    code_h100, h100 = _check(path, "--gpu", "h100")
+    assert code_h100 == 1 and h100["leetgpu"]["verdict"] == "wrong_answer"
+    assert "Wrong Answer" in h100["leetgpu"]["text"]
+    assert h100["ours"]["verdict"] == "wrong_answer" and "TF32" in h100["ours"]["text"]
+    assert h100["estimate"] and "H100" in h100["estimate"]
+
+
+def test_a_rule_breaker_is_refused_before_it_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("JUDGE_SECRET", "check-tests")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    code, out = _check(SUBMISSIONS / "faults" / "wrong_signature.py")
+    assert code == 1 and out["leetgpu"]["verdict"] in ("rejected", "invalid_submission")
+    assert out["prechecks"] and out["prechecks"][0]["fix"]
