@@ -30,8 +30,8 @@ from .scoring import score as compute_score
 from .slots import Slot, guess_device, run_cases, slot_count, spawn, unrun
 from .verdicts import Verdict, overall
 
-__all__ = ["GradeOptions", "GradeResult", "CaseResult", "Timing", "Performance", "grade", "choose_device",
-           "versions"]
+__all__ = ["GradeOptions", "GradeResult", "CaseResult", "Timing", "Performance", "grade", "prestart",
+           "choose_device", "versions"]
 
 
 class GradeOptions(BaseModel):
@@ -73,9 +73,22 @@ def versions() -> dict[str, str]:
     return out
 
 
-def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> GradeResult:
+def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
+    """Workers for `path`, started now (each imports torch and Triton, a few
+    seconds) for a later grade(path, options, prestarted=...): a batch
+    starts the next file's workers while it grades this one. Each is a
+    fresh process that has run nothing of any submission yet."""
+    from . import challenge as challenges
+    challenge = challenges.load(options.challenge)
+    return [spawn(Path(path), options.device or guess_device(), options.limits)
+            for _ in range(slot_count(options, len(challenge.functional) + 2))]
+
+
+def grade(path: str | os.PathLike, options: GradeOptions | None = None,
+          prestarted: list | None = None) -> GradeResult:
     """Grade one submission file. Raises UsageError for bad requests; every
-    fault of the submission, and of the judge itself, ends in a result."""
+    fault of the submission, and of the judge itself, ends in a result.
+    `prestarted`: workers from prestart() for this same path and options."""
     options = options or GradeOptions()
     from . import challenge as challenges
     challenge = challenges.load(options.challenge)
@@ -94,8 +107,8 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None) -> Grade
     started = time.monotonic()
     # Start the workers before importing torch here: both take seconds.
     guess = options.device or guess_device()
-    early = [spawn(path, guess, options.limits)
-             for _ in range(slot_count(options, len(challenge.functional) + 2))]
+    early = list(prestarted) if prestarted else [spawn(path, guess, options.limits)
+                                                 for _ in range(slot_count(options, len(challenge.functional) + 2))]
     try:
         device = choose_device(options.device)
         if device != guess:  # torch disagrees with the guess (say, a CPU build of torch on a GPU host)

@@ -218,3 +218,16 @@ def test_a_broken_folder_is_reported_not_fatal(folder):
     assert "broken" in listing.output and "cannot be loaded" in listing.output
     shown = _run("show", "broken")
     assert shown.exit_code == 2 and "not a valid challenge" in shown.stderr
+
+
+def test_prestarted_workers_grade_the_same(folder):
+    """A batch starts the next file's workers early; the result is the same."""
+    from judge.grader import GradeOptions, grade, prestart
+    right = folder / "right.py"
+    right.write_text(textwrap.dedent(SCALE_KERNEL.format(factor=2.0)))
+    options = GradeOptions(challenge="scale_by_two", device="cpu", seed=7, workers=2)
+    early = prestart(right, options)
+    assert len(early) == 2 and all(w.proc is not None and w.proc.poll() is None for w in early)
+    result = grade(right, options, prestarted=early)
+    assert result.verdict.value == "accepted", result.message
+    assert all(w.proc.poll() is not None for w in early)  # used, then stopped
