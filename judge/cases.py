@@ -118,17 +118,34 @@ def generate(dist: dict, shape: list[int], seed: int, device: str, dtype: str = 
         return torch.eye(shape[0], shape[1], device=device, dtype=torch_dtype)
     if kind == "values":
         return torch.tensor(dist["values"], device=device, dtype=torch.float64).reshape(shape).to(torch_dtype)
+    if kind == "leetgpu":
+        raise ValueError("a LeetGPU generator draws a whole test at once: make_inputs with the plan's generator")
     raise ValueError(f"unknown distribution kind {kind!r}")
 
 
-def make_inputs(plan: dict, seed: int, device: str) -> dict[str, torch.Tensor]:
+class Inputs(dict):
+    """make_inputs' result: the input tensors by name, and the plan they were
+    built from (a reference that needs the outputs' shapes or the dimensions
+    reads them there: judge.leetgpu)."""
+
+    def __init__(self, values: dict, plan: dict):
+        super().__init__(values)
+        self.plan = plan
+
+
+def make_inputs(plan: dict, seed: int, device: str) -> Inputs:
     """Inputs (the initial values of `in` and `inout` arguments) for one trial
-    of a case. `plan` is `input_plan(...)`'s output."""
-    return {
+    of a case. `plan` is `input_plan(...)`'s output. A plan with a
+    `generator` (a LeetGPU challenge) draws them all from the challenge's own
+    test generator, seeded."""
+    if plan.get("generator"):
+        from . import leetgpu
+        return Inputs(leetgpu.make_inputs(plan, seed, device), plan)
+    return Inputs({
         name: generate(spec["distribution"], spec["shape"], _arg_seed(seed, name), device,
                        spec.get("dtype", "float32"))
         for name, spec in plan["inputs"].items()
-    }
+    }, plan)
 
 
 def input_plan(challenge, case) -> dict:
@@ -149,6 +166,10 @@ def input_plan(challenge, case) -> dict:
             {"name": arg.name, "role": arg.role, "value": case.dims[arg.name] if arg.role == "dim" else None}
             for arg in challenge.signature
         ],
+        # A challenge that draws its inputs with its own code (judge.leetgpu)
+        # says how: the code travels with the plan, so the worker needs no
+        # access to where it came from.
+        "generator": challenge.generator_spec(case) if hasattr(challenge, "generator_spec") else None,
     }
 
 

@@ -65,7 +65,7 @@ class Run:
     # --- cases ---------------------------------------------------------------
 
     def seeds(self, case: Case) -> list[int]:
-        return [case_data.case_seed(self.secret, self.challenge.name, self.seed, case.name, t)
+        return [case_data.case_seed(self.secret, self.challenge.name, self.seed, case.seed_name or case.name, t)
                 for t in range(self.challenge.trials(case))]
 
     @staticmethod

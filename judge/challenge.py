@@ -67,6 +67,12 @@ class Case(_Strict):
     distribution: Distribution | None = None  # default for every input
     trials: int | None = Field(default=None, ge=1, le=32)
     note: str = ""
+    # Explicit shape of each tensor argument, for challenges whose shapes are
+    # not expressions over the dimensions (LeetGPU folders: from their tests).
+    shapes: dict[str, list[int]] | None = None
+    # The name the case's data seeds are drawn under (default its own name):
+    # cases sharing one share their seeds (one generator call serves them).
+    seed_name: str | None = None
 
 
 class PolicySpec(_Strict):
@@ -115,6 +121,9 @@ class ScoringDefaults(_Strict):
     target: str
     floor_multiple: float = Field(1.0, gt=0)
     target_multiple: float = Field(1.0, gt=0)
+
+
+PER_CASE = "*"  # a shape entry given by each case's `shapes`
 
 
 class Challenge(_Strict):
@@ -166,7 +175,7 @@ class Challenge(_Strict):
             raise ValueError("the signature needs at least one out or inout argument")
         for arg in self.signature:
             for entry in arg.shape:
-                unknown = expr.names(entry) - set(dims) if isinstance(entry, str) else set()
+                unknown = expr.names(entry) - set(dims) if isinstance(entry, str) and entry != PER_CASE else set()
                 if unknown:
                     raise ValueError(f"argument {arg.name!r} uses unknown dimension(s) {sorted(unknown)}")
         for text in [*self.relations, *(t for t in (self.work.flops, self.work.bytes, self.work.cpu) if t)]:
@@ -203,6 +212,8 @@ class Challenge(_Strict):
             if not expr.evaluate(relation, case.dims):
                 raise ValueError(f"{where}: breaks the constraint {relation!r}")
         for arg in self.signature:
+            if arg.is_tensor and PER_CASE in arg.shape and not (case.shapes and arg.name in case.shapes):
+                raise ValueError(f"{where}: argument {arg.name!r} needs an explicit shape (shapes)")
             if arg.is_tensor and any(n < 1 for n in self.shape_of(arg, case)):
                 raise ValueError(f"{where}: argument {arg.name!r} has shape {self.shape_of(arg, case)}")
         for arg in self.inputs():
@@ -214,7 +225,8 @@ class Challenge(_Strict):
                 raise ValueError(f"{where}: values for {arg.name!r} are not of shape {shape}")
             if isinstance(dist, Identity) and (len(shape) != 2 or shape[0] != shape[1]):
                 raise ValueError(f"{where}: identity input {arg.name!r} must be square")
-            if (arg.dtype == "int32" and dist.kind not in ("randint", "values", "zeros", "constant", "arange")) \
+            if (arg.dtype == "int32" and dist.kind not in ("randint", "values", "zeros", "constant", "arange",
+                                                           "leetgpu")) \
                     or (arg.dtype == "float32" and dist.kind == "randint"):
                 raise ValueError(f"{where}: distribution {dist.kind!r} does not suit {arg.dtype} input {arg.name!r}")
         unknown = set(case.inputs) - {a.name for a in self.inputs()}
@@ -235,6 +247,8 @@ class Challenge(_Strict):
         return [a for a in self.signature if a.role in ("out", "inout")]
 
     def shape_of(self, arg: Arg, case: Case) -> list[int]:
+        if case.shapes and arg.name in case.shapes:
+            return [int(n) for n in case.shapes[arg.name]]
         return [int(expr.evaluate(entry, case.dims)) if isinstance(entry, str) and entry not in case.dims
                 else int(case.dims[entry] if isinstance(entry, str) else entry) for entry in arg.shape]
 
@@ -291,7 +305,11 @@ class Challenge(_Strict):
 
     def statement(self) -> str:
         assert self.folder is not None
-        return (self.folder / self.statement_file).read_text()
+        text = (self.folder / self.statement_file).read_text()
+        if self.statement_file.endswith(".html"):
+            from .leetgpu import html_to_text
+            return html_to_text(text)
+        return text
 
     def starter(self) -> str:
         assert self.folder is not None
@@ -361,10 +379,16 @@ def _folders() -> dict[str, Path]:
 
 
 def available() -> list[str]:
-    return sorted(_folders())
+    """Our challenges, then those of a LeetGPU clone (--leetgpu-repo,
+    $JUDGE_LEETGPU_REPO) named leetgpu/<name>."""
+    from . import leetgpu
+    return sorted(_folders()) + leetgpu.available()
 
 
 def load(name: str) -> Challenge:
+    from . import leetgpu
+    if name.startswith(leetgpu.PREFIX):
+        return leetgpu.load(name)
     folder = _folders().get(name)
     if folder is None:
         known = ", ".join(available()) or "none found"

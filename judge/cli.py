@@ -28,7 +28,11 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tritonjudge", prog_name="judge")
-def main():
+@click.option("--leetgpu-repo", type=click.Path(file_okay=False, path_type=Path), envvar="JUDGE_LEETGPU_REPO",
+              help="A clone of LeetGPU's public challenges repository: its challenges are listed and "
+                   "graded too, as leetgpu/<name>, loaded from the clone at run time (docs/leetgpu.md). "
+                   "Default: $JUDGE_LEETGPU_REPO.")
+def main(leetgpu_repo):
     """Grade Triton kernel submissions against hidden test cases.
 
     \b
@@ -43,6 +47,9 @@ def main():
     Without a GPU, kernels run under Triton's interpreter on small cases only,
     with the TF32 rounding of an Ampere-or-newer GPU emulated, and no timing.
     """
+    if leetgpu_repo is not None:
+        import os
+        os.environ["JUDGE_LEETGPU_REPO"] = str(leetgpu_repo.resolve())
 
 
 @main.command("challenges")

@@ -135,7 +135,24 @@ class Values(_Strict):
         return check(self.values, 0)
 
 
+class Generated(_Strict):
+    """Drawn by a challenge's own test generator (a LeetGPU challenge folder,
+    judge.leetgpu): test `test` ("example", "functional" or "performance"),
+    number `index` of the list for functional tests. Both sides rebuild it
+    from the plan's generator and the seed (judge.cases.make_inputs)."""
+
+    kind: Literal["leetgpu"]
+    test: Literal["example", "functional", "performance"]
+    index: int = Field(0, ge=0)
+    random: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        if self.test == "functional":
+            return f"LeetGPU's generator (functional test {self.index + 1})"
+        return f"LeetGPU's generator ({self.test} test)"
+
+
 Distribution = Annotated[
-    Union[Uniform, Normal, SignedLogUniform, RandInt, Zeros, Identity, Constant, Arange, Values],
+    Union[Uniform, Normal, SignedLogUniform, RandInt, Zeros, Identity, Constant, Arange, Values, Generated],
     Field(discriminator="kind"),
 ]
