@@ -50,9 +50,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch.overrides import TorchFunctionMode
-
 from .errors import UsageError
 
 PREFIX = "leetgpu/"
@@ -176,30 +173,40 @@ def instance(code: dict):
         return made
 
 
-class OnDevice(TorchFunctionMode):
-    """Rewrites CUDA devices to `device` in every torch call (device=...,
-    .to("cuda"), .cuda()): LeetGPU's code names CUDA, the run may be on the
-    CPU (or on `meta`, to learn shapes without data)."""
+def on_device(device):
+    """A torch function mode that rewrites CUDA devices to `device` in every
+    torch call (device=..., .to("cuda"), .cuda()): LeetGPU's code names CUDA,
+    the run may be on the CPU (or on `meta`, to learn shapes without data)."""
+    return _on_device_class()(device)
 
-    def __init__(self, device):
-        super().__init__()
-        self.device = torch.device(device)
 
-    def _map(self, value):
-        if isinstance(value, torch.device) and value.type == "cuda":
-            return self.device
-        if isinstance(value, str) and value.split(":")[0] == "cuda":
-            return self.device
-        return value
+@functools.lru_cache(maxsize=None)
+def _on_device_class():
+    import torch
+    from torch.overrides import TorchFunctionMode
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
-        if getattr(func, "__name__", "") == "cuda" and args and isinstance(args[0], torch.Tensor):
-            return args[0].to(self.device)
-        args = tuple(self._map(a) for a in args)
-        if "device" in kwargs:
-            kwargs["device"] = self._map(kwargs["device"])
-        return func(*args, **kwargs)
+    class OnDevice(TorchFunctionMode):
+        def __init__(self, device):
+            super().__init__()
+            self.device = torch.device(device)
+
+        def _map(self, value):
+            if isinstance(value, torch.device) and value.type == "cuda":
+                return self.device
+            if isinstance(value, str) and value.split(":")[0] == "cuda":
+                return self.device
+            return value
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if getattr(func, "__name__", "") == "cuda" and args and isinstance(args[0], torch.Tensor):
+                return args[0].to(self.device)
+            args = tuple(self._map(a) for a in args)
+            if "device" in kwargs:
+                kwargs["device"] = self._map(kwargs["device"])
+            return func(*args, **kwargs)
+
+    return OnDevice
 
 
 @contextlib.contextmanager
@@ -207,6 +214,7 @@ def seeded(seed: int, device):
     """torch's generators seeded with `seed` (the run's data), Python's and
     numpy's with 0 (so sizes drawn with them are the same in every run);
     every generator's state restored afterwards."""
+    import torch
     device = torch.device(device)
     forked = [device.index or 0] if device.type == "cuda" else []
     state = random.getstate()
@@ -229,9 +237,12 @@ def seeded(seed: int, device):
 
 
 def run_generator(code: dict, test: str, seed: int, device):
-    """The test dict (for "functional", the list) a generator returns."""
+    """The test dict (for "functional", the list) a generator returns. On
+    `meta` (shapes only) tensors made without a device go there too."""
+    import torch
     made = instance(code)
-    with seeded(seed, device), OnDevice(device), torch.no_grad():
+    default = torch.device("meta") if str(device) == "meta" else contextlib.nullcontext()
+    with seeded(seed, device), on_device(device), default, torch.no_grad():
         return getattr(made, TESTS[test])()
 
 
@@ -239,8 +250,10 @@ _generated: dict[tuple, Any] = {}
 
 
 def generate(spec: dict, seed: int, device) -> dict:
-    """One test's arguments. The last generator call is kept: cases of one
-    list share their seed (Case.seed_name), so one call serves them all."""
+    """One test's arguments. The last list of functional tests is kept: its
+    cases share their seed (Case.seed_name), so one call serves them all."""
+    if spec["test"] != "functional":
+        return run_generator(spec["bundle"], spec["test"], seed, device)
     key = (spec["bundle"]["key"], spec["test"], seed, str(device))
     with _lock:
         result = _generated.get(key)
@@ -248,13 +261,12 @@ def generate(spec: dict, seed: int, device) -> dict:
             result = run_generator(spec["bundle"], spec["test"], seed, device)
             _generated.clear()
             _generated[key] = result
-    if spec["test"] == "functional":
-        result = result[spec["index"]]
-    return result
+    return result[spec["index"]]
 
 
 def make_inputs(plan: dict, seed: int, device) -> dict[str, torch.Tensor]:
     """The inputs of a case from its generator, checked against the plan."""
+    import torch
     test = generate(plan["generator"], seed, device)
     out = {}
     for name, spec in plan["inputs"].items():
@@ -270,7 +282,8 @@ def make_inputs(plan: dict, seed: int, device) -> dict[str, torch.Tensor]:
 
 def call_reference(made, names: list[str], values: dict, device) -> None:
     """reference_impl on `values` (changed in place), positionally."""
-    with OnDevice(device), torch.no_grad():
+    import torch
+    with on_device(device), torch.no_grad():
         made.reference_impl(*[values[n] for n in names])
 
 
@@ -332,10 +345,12 @@ def _kind(ctype) -> tuple[str, str | None]:
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
+    import torch
     return t.view(torch.int32) if t.dtype in (torch.float32, torch.int32) else t
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    import torch
     return a.shape == b.shape and torch.equal(_bits(a), _bits(b))  # NaN equals NaN
 
 
@@ -343,6 +358,7 @@ def infer_roles(made, names: list[str], tensors: list[str], example: dict) -> di
     """Roles from the example: run reference_impl on it, then once more per
     tensor with that tensor overwritten; written tensors are outputs, and
     inout when their initial value changes their final one."""
+    import torch
     def run(overwrite: str | None) -> dict:
         values = {n: (v.clone() if isinstance(v, torch.Tensor) else v) for n, v in example.items()}
         if overwrite is not None:
@@ -370,6 +386,7 @@ def infer_roles(made, names: list[str], tensors: list[str], example: dict) -> di
 def _probe(code: dict, test: str) -> tuple[list[dict], str]:
     """The tests' shapes and dimensions: from a run on the meta device (no
     data), else two CPU runs with different seeds that must agree."""
+    import torch
     try:
         got = run_generator(code, test, 0, "meta")
         return (got if test == "functional" else [got]), "meta"
@@ -405,13 +422,18 @@ def _axis_names(arg: str, cases: list[dict], dims: list[str]) -> list:
 
 @functools.lru_cache(maxsize=None)
 def _challenge_class():
+    import torch
+    from pydantic import Field
+
     from .challenge import Case, Challenge
 
     class LeetGPUChallenge(Challenge):
         """A challenge built from a LeetGPU folder (see the module's docstring)."""
 
         leetgpu_folder: str
-        leetgpu_bundle: dict
+        # The folder's code, for the worker (inside plans); never dumped or
+        # shown: its licence forbids redistributing it.
+        leetgpu_bundle: dict = Field(exclude=True, repr=False)
 
         def reference_fn(self):
             code, names = self.leetgpu_bundle, [a.name for a in self.signature]
@@ -490,6 +512,7 @@ def load(name: str):
 
 
 def _build(name: str, folder: Path):
+    import torch
     where = str(folder)
     step = "reading the folder"
     try:
