@@ -412,7 +412,12 @@ def load(name: str) -> Challenge:
 def for_file(path: Path) -> str | None:
     """The challenge whose folder holds `path` (an example), if any."""
     resolved = path.resolve()
-    for name, folder in _folders().items():
+    from . import leetgpu
+    try:
+        theirs = leetgpu.folders()
+    except UsageError:
+        theirs = {}
+    for name, folder in [*_folders().items(), *theirs.items()]:
         if folder.resolve() in resolved.parents:
             return name
     return None

@@ -212,8 +212,8 @@ def _on_device_class():
 @contextlib.contextmanager
 def seeded(seed: int, device):
     """torch's generators seeded with `seed` (the run's data), Python's and
-    numpy's with 0 (so sizes drawn with them are the same in every run);
-    every generator's state restored afterwards."""
+    numpy's with 0 (so sizes drawn with them are the same in every run),
+    float32 the default dtype; all restored afterwards."""
     import torch
     device = torch.device(device)
     forked = [device.index or 0] if device.type == "cuda" else []
@@ -223,14 +223,17 @@ def seeded(seed: int, device):
         np_state = numpy.random.get_state()
     except ImportError:  # pragma: no cover - numpy is a dependency
         numpy = np_state = None
+    dtype = torch.get_default_dtype()  # a submission may have changed it in the worker
     with torch.random.fork_rng(devices=forked):
         torch.manual_seed(seed)
+        torch.set_default_dtype(torch.float32)
         random.seed(0)
         if numpy is not None:
             numpy.random.seed(0)
         try:
             yield
         finally:
+            torch.set_default_dtype(dtype)
             random.setstate(state)
             if numpy is not None:
                 numpy.random.set_state(np_state)
