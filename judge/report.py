@@ -43,7 +43,9 @@ def case_table(result: GradeResult, notes: bool = True) -> Table:
     table = Table(title=f"{result.challenge} · policy {result.policy} · seed {result.seed}",
                   title_justify="left", expand=False, pad_edge=False, box=box.SIMPLE_HEAD)
     table.add_column("case", no_wrap=True, max_width=24, overflow="ellipsis")
-    table.add_column("M×N×K", justify="right", no_wrap=True)
+    # The challenge's dimension names, in the order the shapes list them.
+    dims = "×".join(result.cases[0].dims) if result.cases and result.cases[0].dims else "size"
+    table.add_column(dims, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     table.add_column("max err", justify="right", no_wrap=True)
     table.add_column("err/bound", justify="right", no_wrap=True)
