@@ -221,5 +221,13 @@ def check(path, challenge_name, gpu, as_json, seed, device, workers):
     sys.exit(0 if outcome.leetgpu.verdict == "accepted" else 1)
 
 
+# Class grading (judge/batch, judge/export): judge batch, judge export, judge gradescope.
+from .batch.cli import batch as _batch  # noqa: E402
+from .export.cli import export_command as _export, gradescope_command as _gradescope  # noqa: E402
+
+main.add_command(_batch)
+main.add_command(_export)
+main.add_command(_gradescope)
+
 if __name__ == "__main__":
     main()

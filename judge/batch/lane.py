@@ -1,0 +1,64 @@
+"""A grading lane: a child of the batch process that grades one submission
+at a time through the public API, exactly as `judge submit` does, and
+streams each result back as one JSON line. It runs only the judge's own code
+(grade() isolates each submission in its own worker); a GPU lane is pinned to
+its GPU by CUDA_VISIBLE_DEVICES, so grade() uses that GPU alone.
+
+    python -m judge.batch.lane      (requests on stdin, replies on stdout)
+
+Request: {"job": KEY, "path": FILE, "options": GradeOptions as JSON}
+Reply:   {"job": KEY, "result": GradeResult as JSON, "wall_s": s}
+         or {"job": KEY, "error": "..."}; first of all {"ready": true, ...}.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+
+
+def _die_with_parent() -> None:
+    """A lane must not outlive the batch (a kill -9 of the batch included)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:  # not Linux: the closed stdin ends the lane instead
+        pass
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def grade_request(request: dict) -> dict:
+    from judge.grader import GradeOptions, grade
+    started = time.monotonic()
+    try:
+        options = GradeOptions.model_validate(request.get("options") or {})
+        result = grade(request["path"], options)
+        return {"job": request.get("job"), "result": result.model_dump(mode="json"),
+                "wall_s": round(time.monotonic() - started, 3)}
+    except Exception as exc:  # noqa: BLE001 - reported to the batch, which records it
+        return {"job": request.get("job"), "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc()[-4000:], "wall_s": round(time.monotonic() - started, 3)}
+
+
+def main() -> None:
+    _die_with_parent()
+    # Replies go to the original stdout; anything printed by a library goes to stderr.
+    reply = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    reply.write(json.dumps({"ready": True, "pid": os.getpid(),
+                            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        reply.write(json.dumps(grade_request(json.loads(line))) + "\n")
+
+
+if __name__ == "__main__":
+    main()

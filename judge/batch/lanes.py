@@ -1,0 +1,167 @@
+"""Lanes: where submissions are graded, side by side. A lane is a child
+process (judge.batch.lane) grading one file at a time; on a GPU host there is
+one lane per GPU, pinned with CUDA_VISIBLE_DEVICES, so a submission is timed
+with nothing else running on its GPU. Results come back to the batch
+process, the store's one writer, as events on a queue."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from ..isolation import JUDGE_ROOT
+
+
+@dataclass
+class Job:
+    key: str  # the submission id (or "drift:start"...)
+    path: Path  # the file a lane grades
+    options: dict  # GradeOptions as JSON
+    source: bytes = b""  # for backends that ship the file (Ray)
+
+
+@dataclass
+class Event:
+    kind: str  # "start" or "done"
+    job: Job
+    lane: str
+    result: dict | None = None
+    error: str | None = None
+    wall_s: float | None = None
+
+
+@dataclass
+class LaneSpec:
+    name: str  # "cpu0", "gpu1"...
+    env: dict = field(default_factory=dict)  # overrides, e.g. CUDA_VISIBLE_DEVICES
+
+
+def lane_specs(device: str, gpus: list[int], cpu_lanes: int) -> list[LaneSpec]:
+    if device == "cuda":
+        return [LaneSpec(f"gpu{g}", {"CUDA_VISIBLE_DEVICES": str(g)}) for g in gpus]
+    return [LaneSpec(f"cpu{i}", {"CUDA_VISIBLE_DEVICES": ""}) for i in range(max(1, cpu_lanes))]
+
+
+def visible_gpus(spec: str | None) -> list[int]:
+    """`--gpus all` (or nothing): every GPU torch sees; `0,2`: those."""
+    if spec and spec != "all":
+        return [int(part) for part in spec.split(",") if part.strip()]
+    import torch
+    return list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+
+
+class LaneProcess:
+    def __init__(self, spec: LaneSpec, log: Path | None = None):
+        self.spec = spec
+        self.log = log
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, **self.spec.env}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(JUDGE_ROOT), env.get("PYTHONPATH")) if p)
+        # The lane's own stderr (library warnings) goes to the log, never over the display.
+        log = open(self.log, "a") if self.log else subprocess.DEVNULL
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "judge.batch.lane"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1, env=env)
+        finally:
+            if log is not subprocess.DEVNULL:
+                log.close()
+        ready = self._read()
+        if not ready or not ready.get("ready"):
+            raise RuntimeError(f"lane {self.spec.name} did not start")
+
+    def _read(self) -> dict | None:
+        line = self.proc.stdout.readline() if self.proc and self.proc.stdout else ""
+        return json.loads(line) if line.strip() else None
+
+    def grade(self, job: Job) -> dict:
+        """The lane's reply; a lane that died is started again once and the
+        job retried, then the death is the reply's error."""
+        for attempt in range(2):
+            if self.proc is None or self.proc.poll() is not None:
+                self.start()
+            try:
+                self.proc.stdin.write(json.dumps({"job": job.key, "path": str(job.path),
+                                                  "options": job.options}) + "\n")
+                self.proc.stdin.flush()
+                reply = self._read()
+            except (BrokenPipeError, OSError, ValueError):
+                reply = None
+            if reply is not None:
+                return reply
+            self.stop()
+        return {"job": job.key, "error": f"lane {self.spec.name} died twice while grading this file"}
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+class LanePool:
+    """Lanes on this machine. `call` grades one job on one lane (the drift
+    check); `stream` grades jobs on every lane and yields events as they
+    come, in the caller's thread (the one writer)."""
+
+    def __init__(self, specs: list[LaneSpec], log: Path | None = None):
+        self.lanes = [LaneProcess(spec, log) for spec in specs]
+
+    @property
+    def names(self) -> list[str]:
+        return [lane.spec.name for lane in self.lanes]
+
+    def call(self, index: int, job: Job) -> Event:
+        lane = self.lanes[index]
+        reply = lane.grade(job)
+        return Event("done", job, lane.spec.name, reply.get("result"), reply.get("error"), reply.get("wall_s"))
+
+    def stream(self, jobs: list[Job]) -> Iterator[Event]:
+        todo: queue.Queue = queue.Queue()
+        for job in jobs:
+            todo.put(job)
+        events: queue.Queue = queue.Queue()
+
+        def work(index: int) -> None:
+            lane = self.lanes[index]
+            while True:
+                try:
+                    job = todo.get_nowait()
+                except queue.Empty:
+                    break
+                events.put(Event("start", job, lane.spec.name))
+                try:
+                    events.put(self.call(index, job))
+                except Exception as exc:  # noqa: BLE001 - a lane that cannot start
+                    events.put(Event("done", job, lane.spec.name, error=f"{type(exc).__name__}: {exc}"))
+            events.put(None)
+
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(self.lanes))]
+        for t in threads:
+            t.start()
+        finished = 0
+        while finished < len(threads):
+            event = events.get()
+            if event is None:
+                finished += 1
+            else:
+                yield event
+
+    def close(self) -> None:
+        for lane in self.lanes:
+            lane.stop()

@@ -1,0 +1,210 @@
+"""One `judge batch`: discover -> store -> lanes -> store, in that order only.
+
+The batch process is the store's one writer: lanes (or Ray tasks) grade and
+send results back; each is recorded whole, in one transaction, as it comes.
+Rerunning resumes: what is recorded for a file's current hash and the same
+settings is kept, the rest is graded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import challenge as challenges
+from ..errors import UsageError
+from .discover import Discovery, discover, read_roster
+from .lanes import Event, Job, LanePool, lane_specs, visible_gpus
+from .store import Store
+
+STAGE_PREFIX = "_grading_"
+
+
+@dataclass
+class BatchOptions:
+    folder: Path
+    out: Path
+    challenge: str = "matrix_multiplication"
+    device: str | None = None
+    gpus: str | None = None
+    lanes: int = 1  # CPU lanes (a GPU host has one per GPU)
+    workers: int | None = None
+    policy: str | None = None
+    seed: int | None = None
+    scoring: Path | None = None
+    roster: Path | None = None
+    regrade: list[str] = field(default_factory=list)  # ids, or ["all"]
+    ray: str | None = None
+    drift: str = "auto"  # "auto", "none" or a file
+
+
+@dataclass
+class BatchOutcome:
+    run_id: int
+    discovery: Discovery
+    graded: int
+    kept: int
+    drift: dict | None
+    notes: list[str]
+
+
+def grade_options(opts: BatchOptions, device: str, seed: int) -> dict:
+    """GradeOptions (as JSON) for every file of the batch, checked here once."""
+    from ..grader import GradeOptions
+    challenge = challenges.load(opts.challenge)
+    scoring = None
+    if opts.scoring is not None:
+        from ..grader import scoring_for
+        from ..scoring import load_policy
+        scoring = load_policy(opts.scoring, scoring_for(challenge))
+    values = dict(challenge=opts.challenge, device=device, policy=opts.policy, seed=seed, workers=opts.workers,
+                  scoring=scoring)
+    fields = getattr(GradeOptions, "model_fields", {})
+    if "hidden_paths" in fields:  # extra folders a sandboxed worker must not see (see docs/instructors.md)
+        values["hidden_paths"] = [str(opts.out.resolve()), str(opts.folder.resolve())]
+    options = GradeOptions(**values)
+    policy = options.policy or challenge.tolerance.default_policy
+    if policy not in challenge.tolerance.allowed_policies:
+        raise UsageError(f"policy {policy!r} is not defined for {challenge.name} "
+                         f"(defined: {', '.join(challenge.tolerance.allowed_policies)})")
+    return options.model_dump(mode="json")
+
+
+def config_key(options: dict) -> str:
+    """What makes two results comparable: same challenge, policy, seed, device, scale."""
+    keep = {k: options.get(k) for k in ("challenge", "policy", "seed", "device", "scoring", "time")}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def failure_result(job: Job, error: str, options: dict) -> dict:
+    """What is recorded when the batch itself could not grade a file (a lane
+    that died twice): internal_error, graded again on the next run."""
+    return {"verdict": "internal_error", "message": f"the batch could not grade this file: {error}"[:2000],
+            "challenge": options.get("challenge"), "submission": str(job.path), "policy": options.get("policy"),
+            "seed": options.get("seed"), "device": options.get("device"), "cases": [], "latency_ms": None,
+            "score": None}
+
+
+def drift_file(opts: BatchOptions, device: str) -> Path | None:
+    """The honest submission graded at the start and the end: --drift FILE,
+    or on a GPU the challenge's first accepted example."""
+    if opts.drift == "none" or (opts.drift == "auto" and device != "cuda"):
+        return None
+    if opts.drift != "auto":
+        path = Path(opts.drift)
+        if not path.is_file():
+            raise UsageError(f"--drift: no such file: {path}")
+        return path
+    from .. import goldens
+    for golden in goldens.examples():
+        if golden.challenge == opts.challenge and golden.verdict == "accepted":
+            return golden.path
+    return None
+
+
+def drift_report(start: Event | None, end: Event | None, path: Path) -> dict:
+    def side(event: Event | None) -> dict:
+        result = (event.result if event else None) or {}
+        return {"verdict": result.get("verdict"), "latency_ms": result.get("latency_ms"),
+                "lane": event.lane if event else None, "error": event.error if event else None}
+    a, b = side(start), side(end)
+    change = None
+    if a["latency_ms"] and b["latency_ms"]:
+        change = round(100.0 * (b["latency_ms"] - a["latency_ms"]) / a["latency_ms"], 3)
+    return {"file": str(path), "start": a, "end": b, "change_percent": change}
+
+
+def _stage(out: Path, index: int, source: Path) -> Path:
+    """A copy of the file in the results folder itself: the worker hides the
+    folder its submission comes from, so the store is hidden from it too."""
+    staged = out / f"{STAGE_PREFIX}{index:05d}.py"
+    shutil.copyfile(source, staged)
+    return staged
+
+
+def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
+    opts.out = Path(opts.out)
+    if opts.out.resolve() == Path(opts.folder).resolve() or Path(opts.folder).resolve() in opts.out.resolve().parents:
+        raise UsageError("--out must be outside the submissions folder")
+    roster = read_roster(opts.roster) if opts.roster else None
+    found = discover(opts.folder, roster)
+    from ..grader import choose_device, versions
+    device = choose_device(opts.device)
+    gpus = visible_gpus(opts.gpus) if device == "cuda" else []
+    if device == "cuda" and not gpus:
+        raise UsageError("--gpus names no GPU")
+    store = Store(opts.out)
+    for leftover in opts.out.glob(f"{STAGE_PREFIX}*.py"):
+        leftover.unlink(missing_ok=True)
+    seed = opts.seed
+    if seed is None:
+        seed = int(store.meta("seed") or random.randrange(1, 2**31))
+    with store.transaction():
+        store.set_meta("seed", str(seed))
+    options = grade_options(opts, device, seed)
+    config = config_key(options)
+    store.sync(found.entries, found.missing)
+    ids = [e.id for e in found.entries]
+    regrade = set(ids) if "all" in opts.regrade else set(opts.regrade)
+    for sid in regrade - set(ids):
+        found.problems.append(f"--regrade {sid}: no such submission")
+    todo = store.to_grade(ids, config, regrade)
+    by_id = {e.id: e for e in found.entries}
+    jobs = [Job(sid, _stage(opts.out, i, by_id[sid].path), options, by_id[sid].source.encode())
+            for i, sid in enumerate(todo)]
+    if opts.ray:
+        from .ray_backend import RayPool
+        pool = RayPool(opts.ray, device)
+    else:
+        pool = LanePool(lane_specs(device, gpus, opts.lanes), log=opts.out / "lanes.log")
+    run_id = store.start_run(challenge=opts.challenge, policy=options.get("policy"), seed=seed, device=device,
+                             backend=f"ray:{opts.ray}" if opts.ray else "lanes", options=options,
+                             versions=versions(), gpus=gpus)
+    notes = list(found.problems)
+    drift_path = drift_file(opts, device)
+    drift_start = drift_end = None
+    with display_factory(len(jobs), pool.names) as display:
+        for line in notes:
+            display.note(line)
+        try:
+            if drift_path is not None:
+                drift_start = pool.call(0, Job("drift:start", _stage(opts.out, 99998, drift_path), options))
+            for event in pool.stream(jobs):
+                if event.kind == "start":
+                    display.start(event.lane, event.job.key)
+                    continue
+                _record(store, event, by_id[event.job.key], config, run_id, options, display, notes)
+            if drift_path is not None:
+                drift_end = pool.call(0, Job("drift:end", _stage(opts.out, 99999, drift_path), options))
+        finally:
+            pool.close()
+            for leftover in opts.out.glob(f"{STAGE_PREFIX}*.py"):
+                leftover.unlink(missing_ok=True)
+    drift = drift_report(drift_start, drift_end, drift_path) if drift_path else None
+    summary = {"found": len(found.entries), "missing": len(found.missing), "graded": len(jobs),
+               "kept": len(ids) - len(todo), "problems": found.problems}
+    store.end_run(run_id, summary, drift)
+    store.close()
+    return BatchOutcome(run_id, found, len(jobs), len(ids) - len(todo), drift, notes)
+
+
+def _record(store: Store, event: Event, entry, config: str, run_id: int, options: dict, display,
+            notes: list[str]) -> None:
+    result = event.result if event.result is not None else failure_result(event.job, event.error or "?", options)
+    result = {**result, "submission": str(entry.path)}  # the student's file, not the staged copy
+    flags = ""
+    if store.written_by_another():
+        flags = "store_written_during_grading"
+        notes.append(f"warning: another process wrote to the results store while {entry.id} was graded "
+                     "(a submission reaching the store? install bubblewrap so workers cannot)")
+        display.note(notes[-1])
+    store.record(entry.id, entry.sha256, config, run_id, result, lane=event.lane, wall_s=event.wall_s,
+                 flags=flags)
+    event.job.path.unlink(missing_ok=True)
+    line = {"id": entry.id, "file": str(entry.path), "sha256": entry.sha256, "lane": event.lane,
+            "wall_s": event.wall_s, "result": result}
+    display.done(event.lane, entry.id, str(result.get("verdict")), line)

@@ -1,0 +1,69 @@
+"""JUnit XML in pytest's xunit2 shape: one <testsuite> per submission, one
+<testcase> per case; a wrong answer or broken rule is a <failure>, a crash,
+time-out or load failure an <error>, a case not run <skipped>, each with the
+judge's message; the submission's capped stdout/stderr in <system-out>/<system-err>."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+FAILURES = {"wrong_answer", "rejected"}
+SKIPS = {"skipped", "not_run"}
+
+
+def _clean(text) -> str:
+    """XML 1.0 cannot hold most control characters: they go."""
+    return "".join(ch for ch in str(text or "") if ch in "\t\n\r" or ord(ch) >= 0x20)
+
+
+def to_junit(rows: list[dict]) -> str:
+    root = ET.Element("testsuites", name="tritonjudge")
+    totals = dict(tests=0, failures=0, errors=0, skipped=0)
+    for row in rows:
+        result = row.get("result")
+        suite = ET.SubElement(root, "testsuite", name=_clean(row["id"]))
+        counts = dict(tests=0, failures=0, errors=0, skipped=0)
+        cases = [c for c in (result or {}).get("cases") or [] if isinstance(c, dict)]
+        if result is None or not cases:
+            case = ET.SubElement(suite, "testcase", classname=_clean(row["id"]), name="submission", time="0")
+            counts["tests"] += 1
+            if result is None:
+                ET.SubElement(case, "skipped", message=_clean(row.get("status") or "not graded"))
+                counts["skipped"] += 1
+            elif result.get("verdict") != "accepted":
+                tag = "failure" if result.get("verdict") in FAILURES else "error"
+                node = ET.SubElement(case, tag, message=_clean(result.get("message")),
+                                     type=_clean(result.get("verdict")))
+                node.text = _clean(result.get("message"))
+                counts["failures" if tag == "failure" else "errors"] += 1
+        for item in cases:
+            status = item.get("status")
+            case = ET.SubElement(suite, "testcase", classname=_clean(row["id"]),
+                                 name=_clean(f"{item.get('name')} [{item.get('shape', '')}]"),
+                                 time=f"{float(item.get('seconds') or 0):.3f}")
+            counts["tests"] += 1
+            message = _clean(item.get("message") or status)
+            if status in SKIPS:
+                ET.SubElement(case, "skipped", message=message)
+                counts["skipped"] += 1
+            elif status in FAILURES:
+                node = ET.SubElement(case, "failure", message=message, type=_clean(status))
+                node.text = _clean(item.get("diagnosis") or item.get("message"))
+                counts["failures"] += 1
+            elif status != "accepted":
+                node = ET.SubElement(case, "error", message=message, type=_clean(status))
+                node.text = message
+                counts["errors"] += 1
+        if result:
+            ET.SubElement(suite, "system-out").text = _clean(result.get("stdout"))
+            ET.SubElement(suite, "system-err").text = _clean(result.get("stderr"))
+        suite.set("time", f"{float((result or {}).get('duration_s') or 0):.3f}")
+        if row.get("graded_at"):
+            suite.set("timestamp", row["graded_at"])
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
