@@ -198,9 +198,14 @@ def _record(store: Store, event: Event, entry, config: str, run_id: int, options
     result = {**result, "submission": str(entry.path)}  # the student's file, not the staged copy
     flags = ""
     if store.written_by_another():
+        # Workers share the file system where no bubblewrap is: a submission
+        # reached the store. Its result is flagged, and any row changed behind
+        # our back is dropped (graded again on the next run).
         flags = "store_written_during_grading"
+        dropped = store.repair()
         notes.append(f"warning: another process wrote to the results store while {entry.id} was graded "
-                     "(a submission reaching the store? install bubblewrap so workers cannot)")
+                     f"(install bubblewrap so that workers cannot); results dropped for regrading: "
+                     f"{', '.join(dropped) or 'none'}")
         display.note(notes[-1])
     store.record(entry.id, entry.sha256, config, run_id, result, lane=event.lane, wall_s=event.wall_s,
                  flags=flags)

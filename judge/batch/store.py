@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS results (
     result_json TEXT NOT NULL);
 """
 
+# What a result row is compared by, to notice a change made behind the writer's back.
+DIGEST = ("sha256 || '|' || config || '|' || verdict || '|' || COALESCE(score, '') || '|' || flags || '|' "
+          "|| result_json")
+
 # Verdicts graded again on the next run: the judge's fault, not the student's.
 RETRY_VERDICTS = ("internal_error",)
 
@@ -103,6 +107,7 @@ class Store:
             elif int(version) != SCHEMA_VERSION:
                 raise UsageError(f"{self.path} has schema version {version}; this judge reads {SCHEMA_VERSION}")
         self._data_version = self._read_data_version()
+        self._digests = self._all_digests()
 
     @classmethod
     def open_existing(cls, folder: Path) -> "Store":
@@ -144,6 +149,24 @@ class Store:
         """True when some other connection (another process: a submission
         that reached the file) committed to the store since our last write."""
         return self._read_data_version() != self._data_version
+
+    def _all_digests(self) -> dict[str, str]:
+        return {row[0]: row[1] for row in self.conn.execute(
+            f"SELECT submission_id, {DIGEST} FROM results")}
+
+    def repair(self) -> list[str]:
+        """After a foreign write: every result row that is not what this
+        process read or wrote is deleted (graded again on the next run);
+        returns their ids."""
+        current = self._all_digests()
+        changed = sorted(k for k in set(current) | set(self._digests) if current.get(k) != self._digests.get(k))
+        with self.transaction():
+            for sid in changed:
+                self.conn.execute("DELETE FROM results WHERE submission_id = ?", (sid,))
+                self.conn.execute("UPDATE submissions SET status = 'pending' WHERE id = ?", (sid,))
+        for sid in changed:
+            self._digests.pop(sid, None)
+        return changed
 
     # --- runs ------------------------------------------------------------------
 
@@ -227,6 +250,9 @@ class Store:
                  cols["tflops"], cols["percent_of_target"], cols["cases_passed"], cols["cases_run"],
                  cols["first_failing_case"], cols["message"], flags, json.dumps(result)))
             self.conn.execute("UPDATE submissions SET status = 'graded' WHERE id = ?", (sid,))
+            self._digests[sid] = self.conn.execute(
+                f"SELECT {DIGEST} FROM results WHERE submission_id = ?",
+                (sid,)).fetchone()[0]
 
     def rows(self) -> list[dict]:
         """Every submission (graded, pending or missing) with its result, if

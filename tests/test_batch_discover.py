@@ -1,0 +1,85 @@
+"""judge.batch.discover: both layouts, the roster, and every bad input as a
+line in `problems`, never an exception."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from judge.batch.discover import discover, read_roster
+from judge.errors import UsageError
+
+
+def write(path, text="def solve(*a):\n    pass\n"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_flat_folder(tmp_path):
+    write(tmp_path / "alice.py")
+    write(tmp_path / "bob.py", "")
+    write(tmp_path / "notes.txt", "hello")
+    found = discover(tmp_path)
+    assert found.layout == "flat"
+    assert [e.id for e in found.entries] == ["alice", "bob"]
+    assert len(found.entries[0].sha256) == 64 and found.entries[1].source == ""
+    assert any("notes.txt" in p and "not a .py file" in p for p in found.problems)
+
+
+def test_one_folder_per_student_and_roster(tmp_path):
+    subs = tmp_path / "subs"
+    write(subs / "alice" / "solution.py")
+    write(subs / "bob" / "deep" / "kernel.py")
+    write(subs / "carol" / "a.py")
+    write(subs / "carol" / "b.py")  # two files, neither preferred: not graded
+    (subs / "dave").mkdir()  # empty folder
+    write(subs / "erin" / "solution.py")
+    write(subs / "erin" / "helper.py")  # two files, solution.py preferred
+    roster = tmp_path / "roster.csv"
+    roster.write_text("ID,Name,Email\nalice,Alice A,a@x\nbob,Bob,b@x\nfrank,Frank,f@x\nalice,dup,d@x\n")
+    students = read_roster(roster)
+    assert [s.id for s in students] == ["alice", "bob", "frank"]
+    found = discover(subs, students)
+    assert found.layout == "folders"
+    assert [e.id for e in found.entries] == ["alice", "bob", "erin"]
+    assert found.entries[0].name == "Alice A" and found.entries[0].email == "a@x"
+    assert [s.id for s in found.missing] == ["frank"]
+    text = "\n".join(found.problems)
+    assert "carol" in text and "nothing graded" in text
+    assert "dave: empty folder" in text
+    assert "graded solution.py" in text
+    assert "'erin' is not on the roster" in text
+
+
+def test_lms_names_and_duplicates(tmp_path):
+    write(tmp_path / "smith_alice_123_matmul.py")
+    write(tmp_path / "alice.py")  # the same student twice
+    write(tmp_path / "alice2" / "solution.py")
+    roster = [s for s in read_roster(write(tmp_path.parent / "r.csv", "id\nalice\nalice2\n"))]
+    found = discover(tmp_path, roster)
+    assert found.layout == "mixed"
+    assert sorted(e.id for e in found.entries) == ["alice", "alice2"]
+    assert any("duplicate id 'alice'" in p for p in found.problems)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_unreadable_file(tmp_path):
+    path = write(tmp_path / "locked.py")
+    path.chmod(0)
+    found = discover(tmp_path)
+    assert found.entries == [] and "unreadable" in found.problems[0]
+
+
+def test_bad_inputs_raise_usage_errors(tmp_path):
+    with pytest.raises(UsageError):
+        discover(tmp_path / "nope")
+    with pytest.raises(UsageError, match="no id column"):
+        read_roster(write(tmp_path / "r.csv", "name,email\nx,y\n"))
+
+
+def test_oversized_file(tmp_path):
+    write(tmp_path / "big.py", "#" * (1 << 20) + "\n")
+    found = discover(tmp_path)
+    assert found.entries == [] and "limit" in found.problems[0]

@@ -1,0 +1,86 @@
+"""judge.batch.store: schema, resume (hash and settings), regrade, and a
+write by another process noticed and undone."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from judge.batch.discover import Entry, Student
+from judge.batch.store import SCHEMA_VERSION, Store
+from judge.errors import UsageError
+from tests.batch_results import accepted, compile_error
+
+
+def entry(sid, sha="a" * 64):
+    return Entry(id=sid, path=f"/x/{sid}.py", sha256=sha, source="pass\n")
+
+
+def test_schema_wal_and_version(tmp_path):
+    store = Store(tmp_path)
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"meta", "runs", "submissions", "results"} <= tables
+    assert store.meta("schema_version") == str(SCHEMA_VERSION)
+    store.close()
+    conn = sqlite3.connect(tmp_path / "results.sqlite")
+    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(UsageError, match="schema version 99"):
+        Store(tmp_path)
+
+
+def test_resume_hash_settings_and_regrade(tmp_path):
+    store = Store(tmp_path)
+    store.sync([entry("a"), entry("b")], [Student("c", "Carol")])
+    assert store.to_grade(["a", "b"], "cfg") == ["a", "b"]
+    run = store.start_run(challenge="matrix_multiplication")
+    store.record("a", "a" * 64, "cfg", run, accepted(), lane="gpu0", wall_s=3.0)
+    store.close()
+
+    store = Store(tmp_path)  # a new process: what was recorded is kept
+    assert store.to_grade(["a", "b"], "cfg") == ["b"]
+    assert store.to_grade(["a", "b"], "other settings") == ["a", "b"]
+    assert store.to_grade(["a", "b"], "cfg", regrade={"a"}) == ["a", "b"]
+    store.sync([entry("a", "f" * 64)], [])  # a's file changed
+    assert store.to_grade(["a"], "cfg") == ["a"]
+    rows = {r["id"]: r for r in store.rows()}
+    assert rows["a"]["status"] == "stale" and rows["a"]["verdict"] == "accepted"
+    assert rows["c"]["status"] == "missing" and rows["c"]["result"] is None
+    store.record("a", "f" * 64, "cfg", run, compile_error())
+    rows = {r["id"]: r for r in store.rows()}
+    assert rows["a"]["verdict"] == "compile_error" and rows["a"]["cases_run"] == 1
+    assert store.conn.execute("SELECT count(*) FROM results").fetchone()[0] == 1
+
+
+def test_gradebook_columns(tmp_path):
+    store = Store(tmp_path)
+    store.sync([entry("a")], [])
+    store.record("a", "a" * 64, "cfg", None, accepted(latency_ms=2.5))
+    row = store.rows()[0]
+    assert row["score"] == 70.0 and row["latency_ms"] == 2.5 and row["percent_of_target"] == 80.0
+    assert row["cases_passed"] == 3 and row["cases_run"] == 3 and row["first_failing_case"] is None
+    assert row["result"]["verdict"] == "accepted"
+
+
+def test_internal_errors_are_graded_again(tmp_path):
+    store = Store(tmp_path)
+    store.sync([entry("a")], [])
+    store.record("a", "a" * 64, "cfg", None, {"verdict": "internal_error", "message": "lane died"})
+    assert store.to_grade(["a"], "cfg") == ["a"]
+
+
+def test_foreign_write_is_noticed_and_undone(tmp_path):
+    store = Store(tmp_path)
+    store.sync([entry("a"), entry("b")], [])
+    store.record("a", "a" * 64, "cfg", None, compile_error())
+    assert not store.written_by_another()
+    intruder = sqlite3.connect(tmp_path / "results.sqlite")
+    intruder.execute("UPDATE results SET verdict = 'accepted', score = 100")
+    intruder.commit()
+    intruder.close()
+    assert store.written_by_another()
+    assert store.repair() == ["a"]
+    assert store.to_grade(["a", "b"], "cfg") == ["a", "b"]
