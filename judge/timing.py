@@ -57,6 +57,7 @@ def summarise(times: list[float]) -> dict:
 def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None,
             poison: Sequence[bool] | None = None, refill: Callable[[int, int], None] | None = None,
             streams: Callable[[], set] = set, judge_side: Callable = contextlib.nullcontext,
+            around_call: Callable = contextlib.nullcontext,
             min_reps: int = 10, max_reps: int = 500, budget_s: float = 3.0,
             target_sem: float = 0.005, warmup_s: float = 0.5, min_time_s: float = 0.5) -> dict:
     """Time `calls` (one per buffer set, rotated). `outputs[i]` lists the
@@ -65,8 +66,9 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
     summed after it, plainly and with ±1 weights by position (the judge
     recomputes both); `refill(r, i)` puts timed call r's fresh inputs into set i.
     `streams()` returns (and forgets) the streams launched on since it was
-    last asked; `judge_side()` brackets the timer's own tensor work (exempt
-    from the worker's operator guard)."""
+    last asked; `judge_side()` brackets the timer's own tensor work;
+    `around_call()` brackets each call of solve (the worker's rules: armed
+    around the call and its events, not around the timer's own work)."""
     import torch
 
     from .cases import check_weights
@@ -77,14 +79,16 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
         with judge_side():
             weights = {t.numel(): check_weights(t.numel(), t.device) for ts in outputs for t in ts}
     for call in calls:  # first calls: compilation, autotuning, first touch
-        call()
+        with around_call():
+            call()
     torch.cuda.synchronize()
     warm_from = time.monotonic()
     warm_calls = 0
     while warm_calls < len(calls) or time.monotonic() - warm_from < warmup_s:
         for call in calls:  # a round at a time, so the host never queues far ahead
             flush.zero_()
-            call()
+            with around_call():
+                call()
         warm_calls += len(calls)
         torch.cuda.synchronize()
 
@@ -110,12 +114,13 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
             streams()  # forget the streams of earlier calls
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            calls[i]()
-            for stream in streams():
-                if stream != here:
-                    here.wait_stream(stream)
-            end.record()
+            with around_call():
+                start.record()
+                calls[i]()
+                for stream in streams():
+                    if stream != here:
+                        here.wait_stream(stream)
+                end.record()
             if outputs is not None:
                 with judge_side():
                     flat = torch.cat([t.reshape(-1).to(torch.float64) for t in outputs[i]])

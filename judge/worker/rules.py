@@ -7,19 +7,29 @@
   as compute operators (mm, bmm, addmm, ...) however they are spelled.
 * No host round trip of the data: .cpu(), .numpy(), .tolist(), .item() and
   copies between devices.
-Triton's own launches are exempt (its interpreter copies tensors around).
+Triton's own machinery may move data (its interpreter copies tensors
+between host and device) but never compute: an operator dispatched from
+inside a Triton launch is allowed the copies and allocations Triton makes,
+never a compute operator. What counts as "inside a launch" is read from the
+call stack, not from a flag: the nearest frame that is either the judge's
+wrapper around Triton's launch or the submission's own code decides. A hook
+the submission hands to Triton (a Config's pre_hook or post_hook, the
+autotuner's hooks, the runtime's launch hooks) runs as submission code, so
+it is under the full rules.
 
-This runs in the untrusted process, so a determined submission can disarm
-it. The guard follows threads started during solve, and trips when its mode
-is popped or switched off through torch's Python helpers or its patches are
-undone; a submission that digs the guard object out of memory to flip its
-state is beyond it. Correctness never depends on it: the judge checks every
-output.
+This runs in the untrusted process. The guard follows threads started during
+solve, and trips when its mode is popped or switched off through torch's
+Python helpers or its patches are undone; it has no switch to flip, and its
+code, its constants and the judge's wrappers are sealed by the audit hook
+(judge.worker.audit), which also reports every violation to the judge
+itself. Correctness never depends on it: the judge checks every output.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 
 ALLOWED_OPS = frozenset({
     # allocation
@@ -37,7 +47,10 @@ ALLOWED_OPS = frozenset({
     "copy_", "clone", "_to_copy",
 })
 TRANSFER_OPS = frozenset({"copy_", "_to_copy"})
-HOST_METHODS = ("cpu", "numpy", "tolist", "item", "__array__")
+# What Triton's own launches dispatch (the interpreter's copies; the
+# autotuner's benchmark buffers): never a compute operator.
+TRITON_OPS = ALLOWED_OPS | {"set_", "_local_scalar_dense"}
+HOST_METHODS = ("cpu", "numpy", "tolist", "item", "__array__", "__dlpack__", "untyped_storage", "storage")
 # Ways to switch the dispatcher's modes off from Python; their use while solve
 # runs is itself a violation.
 MODE_SWITCHES = (("torch._C", "_DisableTorchDispatch"),
@@ -58,16 +71,42 @@ def _device_of(x):
 class Guard:
     """Arms the rules around one call of solve; `violation` says what broke."""
 
-    def __init__(self):
+    def __init__(self, submission: str | None = None, trusted=frozenset()):
         self.violation: str | None = None
-        self.suspended = 0
+        self._submission = os.path.abspath(submission) if submission else None
+        self._trusted = frozenset(trusted)  # code objects of the judge's wrappers around Triton's launches
         self._mode = None
         self._originals: dict[str, object] = {}
+        self._submission_globals: dict = {}
+        self._wrapper_globals: dict = {}
 
     def flag(self, what: str) -> None:
         if self.violation is None:
             self.violation = what
+        sys.audit("tritonjudge.violation", what)  # the audit hook answers the judge and ends the worker
         raise RuleViolation(what)
+
+    def inside_triton(self, depth: int = 2) -> bool:
+        """Is the innermost of (the judge's wrapper around a Triton launch,
+        the submission's own code) on the stack the wrapper? Frames are told
+        apart by their globals (reading a frame's code object raises an
+        audit event, too dear for every operator); the wrapper's code object
+        is confirmed by identity."""
+        frame = sys._getframe(depth)
+        trusted, mine = self._trusted, self._wrapper_globals
+        theirs = self._submission_globals
+        while frame is not None:
+            scope = frame.f_globals
+            if scope is theirs:
+                return False
+            if scope is mine and frame.f_code in trusted:
+                return True
+            frame = frame.f_back
+        return False
+
+    def bind(self, submission_globals: dict, wrapper_globals: dict) -> None:
+        self._submission_globals = submission_globals
+        self._wrapper_globals = wrapper_globals
 
     # --- dispatcher ------------------------------------------------------------
 
@@ -78,14 +117,18 @@ class Guard:
         class OpGuard(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if not guard.suspended:
-                    guard.check_op(func, args, kwargs)
+                guard.check_op(func, args, kwargs, guard.inside_triton())
                 return func(*args, **kwargs)
 
         return OpGuard()
 
-    def check_op(self, func, args, kwargs) -> None:
+    def check_op(self, func, args, kwargs, inside_triton: bool = False) -> None:
         name = func.overloadpacket.__name__
+        if inside_triton:
+            if name not in TRITON_OPS:
+                self.flag(f"rule: no torch compute in solve: aten.{name} was called ({func}) from code "
+                          "that Triton ran (a hook), which runs under the same rules as solve")
+            return
         if name == "_local_scalar_dense":
             self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) in solve")
         if name not in ALLOWED_OPS:
@@ -107,7 +150,7 @@ class Guard:
             self._originals[method] = original
 
             def wrapper(tensor, *args, _method=method, _original=original, **kwargs):
-                if not guard.suspended:
+                if not guard.inside_triton():
                     guard.flag(f"rule: no host round trip of the data: Tensor.{_method}() in solve")
                 return _original(tensor, *args, **kwargs)
 
@@ -136,9 +179,10 @@ class Guard:
                 continue
 
             def tripwire(*args, _original=original, _attr=attr, **kwargs):
-                if not guard.suspended and guard.violation is None:
+                if not guard.inside_triton() and guard.violation is None:
                     guard.violation = (f"rule: solve tampered with the judge's operator guard "
                                        f"(it called {_attr})")
+                    sys.audit("tritonjudge.violation", guard.violation)
                 return _original(*args, **kwargs)
 
             setattr(module, attr, tripwire)
@@ -174,18 +218,8 @@ class Guard:
         threading.Thread.start = self._thread_start
 
     @contextlib.contextmanager
-    def suspend(self):
-        """Triton's own machinery (launches, autotuning) runs unchecked."""
-        self.suspended += 1
-        try:
-            yield
-        finally:
-            self.suspended -= 1
-
-    @contextlib.contextmanager
     def armed(self):
         from torch.utils._python_dispatch import _get_current_dispatch_mode
-        self.violation = None
         self._mode = self._make_mode()
         self._patch_host_methods()
         self._patch_threads()
@@ -203,3 +237,5 @@ class Guard:
                 self.violation = "rule: solve tampered with the judge's operator guard (its dispatch mode was removed)"
             if not self._unpatch_host_methods() and self.violation is None:
                 self.violation = "rule: solve tampered with the judge's operator guard (tensor methods replaced)"
+            if self.violation is not None:
+                sys.audit("tritonjudge.violation", self.violation)

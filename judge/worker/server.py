@@ -32,12 +32,17 @@ def _take_streams() -> set:
     return taken
 
 
-def _hook_triton(guard, cuda: bool) -> None:
+def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
     """Count Triton kernel launches (compiled or interpreted, autotuned or
-    not) and the streams they go to, and exempt Triton's own machinery from
-    the operator guard."""
+    not) and the streams they go to. Returns the wrappers' code objects:
+    the operator guard and the audit hook treat what runs below them as
+    Triton's own machinery, except the submission's own functions that
+    Triton calls (hooks), which stay under the rules. Also returns the
+    (class, "run") pairs to seal."""
     import torch
     from triton.runtime import autotuner, jit
+
+    codes, sealed = set(), []
 
     def wrap(cls, count: bool):
         original = cls.run
@@ -48,10 +53,11 @@ def _hook_triton(guard, cuda: bool) -> None:
                 _launches += 1
                 if cuda:
                     _streams.add(torch.cuda.current_stream())
-            with guard.suspend():
-                return original(self, *args, **kwargs)
+            return original(self, *args, **kwargs)
 
         cls.run = run
+        codes.add(run.__code__)
+        sealed.append((cls, "run"))
 
     wrap(jit.JITFunction, count=True)
     wrap(autotuner.Autotuner, count=False)
@@ -60,6 +66,32 @@ def _hook_triton(guard, cuda: bool) -> None:
         wrap(InterpretedFunction, count=True)
     except ImportError:  # pragma: no cover - very old Triton
         pass
+    return frozenset(codes), sealed
+
+
+def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> None:
+    """The permanent audit hook (judge.worker.audit), and the seal on the
+    guard's code and constants, the launch wrappers and the reporting path."""
+    from judge.worker import audit, rules
+    audit.install(path, trusted | {rules.Guard.inside_triton.__code__}, reply_fd=reply_fd)
+    pairs = list(sealed)
+    pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
+    pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS",
+                                         "MODE_SWITCHES", "RuleViolation")]
+    # The guard's methods may not be shadowed on the instance either.
+    pairs += [(guard.__dict__, name) for name, value in vars(rules.Guard).items() if callable(value)]
+    pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),
+              (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
+              (audit, "violations"), (audit, "report")]
+    audit.seal(pairs)
+    audit.close_seal()
+
+
+def _violations() -> list[str]:
+    """What the audit hook recorded (after checking its seals); empty before
+    it is installed."""
+    from judge.worker import audit
+    return audit.violations() if audit._installed else []
 
 
 def _short_traceback(exc: BaseException, limit: int = 4000) -> str:
@@ -129,10 +161,14 @@ class Worker:
             from judge.worker import interpret
             interpret.install(emulate_tf32=msg.get("emulate_tf32", True))
         from judge.worker.rules import Guard
-        self.guard = Guard()
-        _hook_triton(self.guard, cuda=self.device == "cuda")
-
         path = msg["path"]
+        trusted, sealed = _hook_triton(cuda=self.device == "cuda")
+        self.guard = Guard(submission=os.path.abspath(path), trusted=trusted)
+        spec = importlib.util.spec_from_file_location("submission", path)
+        module = importlib.util.module_from_spec(spec)
+        self.guard.bind(module.__dict__, globals())
+        _arm_audit(os.path.abspath(path), self.guard, trusted, sealed, os.dup(self.sock.fileno()))
+
         source = open(path, encoding="utf-8", errors="replace").read()
         try:
             tree = ast.parse(source, filename=os.path.basename(path))
@@ -142,17 +178,22 @@ class Worker:
         if not body:
             return self.reply({"status": "invalid_submission",
                                "message": f"the file is empty: it must define {msg.get('signature', 'solve')}"})
-        spec = importlib.util.spec_from_file_location("submission", path)
-        module = importlib.util.module_from_spec(spec)
         sys.modules["submission"] = module
+
         try:
             spec.loader.exec_module(module)
         except SystemExit as exc:
             return self.reply({"status": "runtime_error",
                                "message": f"the file called exit({exc.code!r}) while loading"})
         except BaseException as exc:  # noqa: BLE001 - anything at import is the file's fault
+            broken = _violations()
+            if broken:
+                return self.reply({"status": "rejected", "message": broken[0]})
             status = "memory_limit_exceeded" if classify(exc) == "memory_limit_exceeded" else "compile_error"
             return self.reply({"status": status, "message": _short_traceback(exc)})
+        broken = _violations()
+        if broken:
+            return self.reply({"status": "rejected", "message": broken[0]})
         solve = getattr(module, "solve", None)
         if solve is None:
             return self.reply({"status": "invalid_submission",
@@ -232,8 +273,9 @@ class Worker:
             failure = {"status": "runtime_error", "message": f"solve called exit({exc.code!r})"}
         except BaseException as exc:  # noqa: BLE001
             failure = {"status": classify(exc), "message": _short_traceback(exc)}
-        if self.guard.violation:
-            return {"status": "rejected", "message": self.guard.violation}
+        broken = _violations()
+        if self.guard.violation or broken:
+            return {"status": "rejected", "message": broken[0] if broken else self.guard.violation}
         if self.device == "cpu":
             from judge.worker import interpret
             slow = interpret.too_slow()
@@ -290,15 +332,18 @@ class Worker:
                 view.copy_(values[name])
 
         try:
-            with self.guard.armed():
-                result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=_take_streams,
-                                        judge_side=self.guard.suspend, **msg.get("options", {}))
+            # Each timed call runs under the rules; the timer's own work
+            # between calls (refill, poison, flush, sums) does not.
+            result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=_take_streams,
+                                    around_call=self.guard.armed, **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
-            if self.guard.violation:
-                return self.reply({"status": "rejected", "message": self.guard.violation})
+            broken = _violations()
+            if self.guard.violation or broken:
+                return self.reply({"status": "rejected", "message": broken[0] if broken else self.guard.violation})
             return self.reply({"status": classify(exc), "message": _short_traceback(exc)})
-        if self.guard.violation:
-            return self.reply({"status": "rejected", "message": self.guard.violation})
+        broken = _violations()
+        if self.guard.violation or broken:
+            return self.reply({"status": "rejected", "message": broken[0] if broken else self.guard.violation})
         blobs = []
         for _, outputs, inputs in prepared:
             blobs += self._bytes(outputs) + self._bytes(inputs)

@@ -1,0 +1,310 @@
+"""A permanent audit hook (PEP 578) in the worker: what the submission's own
+code may not do, whoever it is spelled through.
+
+Installed once, before the submission is imported; CPython offers no way to
+remove an audit hook, and everything the hook decides with (the
+submission's path, the code objects of the judge's trusted entry points, the
+violations seen so far, the sealed objects) lives in its closure. Nothing
+else refers to the hook function: the only route to it is the garbage
+collector, which the hook itself refuses to the submission.
+
+Who is asking. An event is blamed on the submission when, walking the
+Python stack outward from the event, a frame of the submission's file comes
+before any trusted frame (the judge's wrapper around Triton's launches, the
+guard's own checks) and before the module-level code of another file being
+imported (a library's own initialisation). Triton's compiler starting
+`ptxas`, torch loading its libraries with ctypes, the interpreter reading
+its frames: none of these has a submission frame nearer than a trusted one.
+Frames are classified by their code objects, and a code object cannot claim
+another file's name: compiling source under the name of a file it is not
+(or building a code object, or swapping a function's __code__) is itself
+refused to the submission.
+
+Refused to the submission (during import and in solve alike), each a
+violation the judge turns into `rejected`:
+  * foreign calls and raw memory through ctypes or cffi (loading a library,
+    looking up a symbol, reading or writing at an address), and the ctypes
+    and cffi modules themselves;
+  * importing a compute library outside a short allowlist (cupy, jax,
+    tensorflow, numba, pycuda, cuda-python, scipy, sklearn, ...): LeetGPU's
+    rule is "Triton and the framework's native features only";
+  * the garbage collector's object lists, other threads' frames, and frame
+    objects reached from tracebacks or generators: ways to dig the judge's
+    guard out of memory;
+  * new processes (fork, exec, spawn, subprocess, os.system) and sockets.
+A violation is remembered here even if the submission catches the
+exception; the worker asks for the record after every call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+RULE = 'LeetGPU\'s rule: "Triton and the framework\'s native features only"'
+
+# Top-level modules whose import (by the submission) is refused: compute
+# libraries and the foreign-function interfaces.
+DENIED_IMPORTS = frozenset({
+    "cupy", "cupyx", "cupy_backends", "jax", "jaxlib", "tensorflow", "tf_keras", "keras", "numba", "llvmlite",
+    "pycuda", "cuda", "cudf", "cuml", "nvmath", "cutlass", "cutlass_library", "scipy", "sklearn",
+    "tensorrt", "torch_tensorrt", "mlx", "dask", "cffi", "_cffi_backend", "ctypes", "_ctypes", "pyopencl",
+    "taichi", "warp", "tilelang", "thunderkittens", "flashinfer", "xformers", "apex", "onnxruntime",
+    "mpmath", "sympy", "blis", "mkl", "cython", "pyximport", "multiprocessing", "subprocess", "socket",
+})
+# Events refused to the submission, by prefix, with the rule they break.
+REFUSED = (
+    ("ctypes.", "no foreign calls or raw memory access (ctypes)"),
+    ("cffi.", "no foreign calls or raw memory access (cffi)"),
+    ("gc.get_objects", "no digging through the garbage collector"),
+    ("gc.get_referrers", "no digging through the garbage collector"),
+    ("gc.get_referents", "no digging through the garbage collector"),
+    ("sys._current_frames", "no reading other threads' frames"),
+    ("sys._current_exceptions", "no reading other threads' frames"),
+    ("sys.setprofile", "no tracing hooks"),
+    ("sys.settrace", "no tracing hooks"),
+    ("sys.addaudithook", "no audit hooks of its own"),
+    ("os.fork", "no new processes"),
+    ("os.forkpty", "no new processes"),
+    ("os.exec", "no new processes"),
+    ("os.posix_spawn", "no new processes"),
+    ("os.spawn", "no new processes"),
+    ("os.system", "no new processes"),
+    ("os.kill", "no signals to other processes"),
+    ("os.killpg", "no signals to other processes"),
+    ("os.setsid", "no new processes"),
+    ("subprocess.Popen", "no new processes"),
+    ("pty.spawn", "no new processes"),
+    ("socket.", "no network"),
+    ("code.__new__", "no hand-made code objects"),
+    ("function.__new__", "no hand-made functions"),
+)
+# Attribute reads that hand out frames (object.__getattr__ events).
+FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
+PROTECTED_SUFFIXES = (".py", ".pyc", ".so")
+# Modules already loaded by torch and Triton whose functions need no audit
+# event to call (ctypes.memmove on an address): hidden behind a stand-in.
+HIDDEN_MODULES = ("ctypes", "_ctypes", "_cffi_backend", "cffi")
+
+_installed = False
+
+
+def _module_file(name: str) -> str | None:
+    module = sys.modules.get(name)
+    return getattr(module, "__file__", None) if module is not None else None
+
+
+def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None:
+    """Add the hook (once per process). `submission`: the path the
+    submission is imported from; `trusted_codes`: code objects of the judge's
+    entry points whose callees are not the submission's doing; `reply_fd`:
+    a private duplicate of the worker's socket. On the first violation the
+    hook answers the judge's pending request itself (`rejected`, with the
+    rule) through that descriptor and ends the process, so that nothing the
+    submission does afterwards (catching the exception, patching the
+    worker's reply) can change the verdict."""
+    global _installed
+    if _installed:
+        raise RuntimeError("the audit hook is installed once per process")
+    _installed = True
+    submission = os.path.abspath(submission)
+    trusted = frozenset(trusted_codes)
+    violations: list[str] = []
+    sealed: list[tuple[object, str, object, tuple]] = []
+    busy: set[int] = set()  # threads inside the hook: its own frame walk raises events too
+    get_ident = threading.get_ident
+    getframe = sys._getframe
+    isabs = os.path.isabs
+    from judge.worker.rules import RuleViolation
+
+    def blame(frame) -> bool:
+        """Is the submission's own code behind this event?"""
+        while frame is not None:
+            code = frame.f_code
+            if code in trusted:
+                return False
+            filename = code.co_filename
+            if filename == submission:
+                return True
+            if code.co_name == "<module>" and isabs(filename):
+                return False  # another module's own initialisation (an import)
+            frame = frame.f_back
+        return False
+
+    def innermost_is_submission(frame) -> bool:
+        while frame is not None and frame.f_code in trusted:
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename == submission
+
+    import json
+    import struct
+    write, exit_now, dumps, pack = os.write, os._exit, json.dumps, struct.pack
+
+    def final(message: str) -> None:
+        """Answer the pending request with the violation, and end here."""
+        if reply_fd is None:
+            return
+        raw = dumps({"status": "rejected", "message": message, "blobs": []}).encode()
+        data = pack(">I", len(raw)) + raw
+        try:
+            while data:
+                data = data[write(reply_fd, data):]
+        finally:
+            exit_now(3)
+
+    def record(message: str) -> None:
+        if not violations:
+            violations.append(message)
+            final(message)
+
+    def refuse(what: str):
+        message = f"rule: {what} in the submission; {RULE}"
+        record(message)
+        raise RuleViolation(message)
+
+    def fingerprint(value) -> tuple:
+        code = getattr(value, "__code__", None)
+        cells = getattr(value, "__closure__", None) or ()
+        return (id(value), id(code), id(getattr(value, "__defaults__", None)),
+                tuple(id(c.cell_contents) for c in cells if _filled(c)))
+
+    def verify(box: list) -> None:
+        for owner, name, value, print_ in sealed:
+            current = getattr(owner, name, None) if not isinstance(owner, dict) else owner.get(name)
+            if current is not value or fingerprint(current) != print_:
+                record(f"rule: the submission tampered with the judge's guard "
+                       f"({getattr(owner, '__name__', type(owner).__name__)}.{name} was changed)")
+                break
+        box.extend(violations)
+
+    def hook(event: str, args) -> None:
+        me = get_ident()
+        if me in busy:
+            return
+        if event.startswith("tritonjudge."):
+            if event == "tritonjudge.violation":
+                record(str(args[0]))
+            elif event == "tritonjudge.verify":
+                busy.add(me)
+                try:
+                    verify(args[0])
+                finally:
+                    busy.discard(me)
+            elif event == "tritonjudge.seal" and not sealed_closed[0]:
+                for owner, name in args[0]:
+                    value = owner.get(name) if isinstance(owner, dict) else getattr(owner, name)
+                    sealed.append((owner, name, value, fingerprint(value)))
+            elif event == "tritonjudge.close_seal":
+                sealed_closed[0] = True
+            return
+        busy.add(me)
+        try:
+            frame = getframe(1)
+            if event == "import":
+                top = str(args[0]).partition(".")[0]
+                if top in DENIED_IMPORTS and blame(frame):
+                    refuse(f"no compute or foreign-function library: import {args[0]}")
+            elif event == "object.__getattr__":
+                if args[1] in FRAME_ATTRS and innermost_is_submission(frame):
+                    refuse(f"no frame introspection ({args[1]})")
+            elif event == "sys._getframe":
+                if innermost_is_submission(frame):
+                    refuse("no frame introspection (sys._getframe)")
+            elif event == "object.__setattr__":
+                if args[1] in ("__code__", "__globals__", "__closure__") and blame(frame):
+                    refuse(f"no rewriting of functions ({args[1]})")
+            elif event == "compile":
+                filename = args[1] if len(args) > 1 else None
+                if isinstance(filename, bytes):
+                    filename = filename.decode(errors="replace")
+                if isinstance(filename, str) and filename != submission and filename.endswith(PROTECTED_SUFFIXES) \
+                        and blame(frame) and not _same_source(filename, args[0]):
+                    refuse(f"no code compiled under another file's name ({filename})")
+            elif event == "open":
+                pass
+            else:
+                for prefix, what in REFUSED:
+                    if event.startswith(prefix):
+                        if blame(frame):
+                            refuse(f"{what}: {event}")
+                        break
+        finally:
+            busy.discard(me)
+
+    sealed_closed = [False]
+    sys.addaudithook(hook)
+    for name in HIDDEN_MODULES:
+        _hide(name, blame, refuse, getframe)
+
+
+def _hide(name: str, blame, refuse, getframe) -> None:
+    """Put a guarded stand-in for module `name` in sys.modules and in every
+    loaded module's globals: the judge's and the libraries' own uses go
+    through, the submission's are refused. (Cached imports raise no audit
+    event, so `import ctypes` alone would hand out the real module.)"""
+    import types
+    real = sys.modules.get(name)
+    if real is None:
+        return
+
+    class Guarded(types.ModuleType):
+        def __getattribute__(self, attr):
+            if attr not in ("__name__", "__spec__", "__class__", "__dict__") and blame(getframe(1)):
+                refuse(f"no foreign calls or raw memory access: {name}.{attr}")
+            return getattr(real, attr)
+
+        def __dir__(self):
+            return dir(real)
+
+    stand_in = Guarded(name)
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict) or module is real:
+            continue
+        for key, value in list(namespace.items()):
+            if value is real:
+                namespace[key] = stand_in
+    sys.modules[name] = stand_in
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _same_source(filename: str, source) -> bool:
+    """A real import compiles the file's own text; anything else claiming a
+    library's file name is a forgery."""
+    if not isinstance(source, (str, bytes)):
+        return False
+    try:
+        with open(filename, "rb") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    return text == (source.encode() if isinstance(source, str) else source)
+
+
+def seal(pairs) -> None:
+    """Record (owner, attribute) pairs whose value must not change from now on."""
+    sys.audit("tritonjudge.seal", list(pairs))
+
+
+def close_seal() -> None:
+    sys.audit("tritonjudge.close_seal")
+
+
+def report(what: str) -> None:
+    """Remember a violation where the submission cannot erase it."""
+    sys.audit("tritonjudge.violation", what)
+
+
+def violations() -> list[str]:
+    """The violations recorded so far (after checking the sealed objects)."""
+    box: list[str] = []
+    sys.audit("tritonjudge.verify", box)
+    return box
