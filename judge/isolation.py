@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import protocol
+from . import protocol, reaper
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
 
 JUDGE_ROOT = Path(__file__).resolve().parent.parent
@@ -60,11 +60,15 @@ class Sandbox(BaseModel):
     tool: str | None  # "bwrap", "unshare" or None
     network: Literal["cut", "open"]
     filesystem: Literal["read-only, private /tmp", "shared"]
+    # Its own PID namespace (every descendant dies with it), or not (then the
+    # judge, as child subreaper, kills the orphans when the worker closes).
+    pid_namespace: bool = False
 
     def describe(self) -> str:
         if self.tool is None:
             return "no sandbox tool (bubblewrap or unshare) usable here: network and files are open"
-        return f"{self.tool}: network {self.network}, file system {self.filesystem}"
+        text = f"{self.tool}: network {self.network}, file system {self.filesystem}"
+        return text + (", own PID namespace" if self.pid_namespace else "")
 
 
 def _runs(cmd: list[str]) -> bool:
@@ -82,26 +86,35 @@ def detect_sandbox() -> Sandbox:
     if os.environ.get("JUDGE_NO_SANDBOX"):
         return Sandbox(tool=None, network="open", filesystem="shared")
     bwrap = shutil.which("bwrap")
-    if bwrap and _runs([bwrap, "--die-with-parent", "--unshare-net", "--ro-bind", "/", "/", "--dev-bind",
-                        "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "true"]):
+    probe = [bwrap, "--die-with-parent", "--unshare-net", "--ro-bind", "/", "/", "--dev-bind",
+             "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if bwrap and _runs(probe[:2] + ["--unshare-pid"] + probe[2:] + ["true"]):
+        return Sandbox(tool="bwrap", network="cut", filesystem="read-only, private /tmp", pid_namespace=True)
+    if bwrap and _runs(probe + ["true"]):
         return Sandbox(tool="bwrap", network="cut", filesystem="read-only, private /tmp")
     unshare = shutil.which("unshare")
+    if unshare and _runs(_unshare_prefix(unshare, pid=True) + ["true"]):
+        return Sandbox(tool="unshare", network="cut", filesystem="shared", pid_namespace=True)
     if unshare and _runs(_unshare_prefix(unshare) + ["true"]):
         return Sandbox(tool="unshare", network="cut", filesystem="shared")
     return Sandbox(tool=None, network="open", filesystem="shared")
 
 
-def _unshare_prefix(unshare: str) -> list[str]:
-    return [unshare, "--net"] + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["--"]
+def _unshare_prefix(unshare: str, pid: bool = False) -> list[str]:
+    """`pid`: a PID namespace too; the worker is its first process (and
+    forks to stay its init: judge.worker.__main__), so when it dies the
+    kernel kills every process left in it."""
+    extra = ["--pid", "--fork", "--kill-child"] if pid else []
+    return [unshare, "--net"] + extra + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["--"]
 
 
-def _bwrap_prefix(scratch: Path, hidden: list[Path]) -> list[str]:
+def _bwrap_prefix(scratch: Path, hidden: list[Path], pid: bool = False) -> list[str]:
     """Read-only root, private /tmp and network, /dev passed through for the
     GPU; the scratch folder writable; the secret's and the submission's
     folders hidden. What the worker needs from /tmp (a virtualenv, the judge
     itself) comes back read-only."""
     cmd = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
-           "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+           *(["--unshare-pid"] if pid else []), "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     needed = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent, JUDGE_ROOT}
     needed |= {Path(p) for p in sys.path if p}
     needed |= {Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
@@ -208,22 +221,27 @@ class WorkerProcess:
             env["CUDA_VISIBLE_DEVICES"] = ""
         return env
 
+    def _worker_command(self, fd: int) -> list[str]:
+        return [sys.executable, "-m", "judge.worker", "--fd", str(fd),
+                "--memory-limit", str(self.limits.host_memory_bytes),
+                "--memory-rlimit", "AS" if self.device == "cpu" else "DATA"]
+
     def start(self) -> None:
         target = self.scratch / "submission.py"
         shutil.copyfile(self.submission, target)
         parent_sock, child_sock = socket.socketpair()
-        cmd = [sys.executable, "-m", "judge.worker", "--fd", str(child_sock.fileno())]
-        cmd += ["--memory-limit", str(self.limits.host_memory_bytes),
-                "--memory-rlimit", "AS" if self.device == "cpu" else "DATA"]
+        cmd = self._worker_command(child_sock.fileno())
         if self.sandbox.tool == "bwrap":
-            cmd = _bwrap_prefix(self.scratch, self.hidden) + cmd
+            cmd = _bwrap_prefix(self.scratch, self.hidden, pid=self.sandbox.pid_namespace) + cmd
         elif self.sandbox.tool == "unshare":
-            cmd = _unshare_prefix(shutil.which("unshare") or "unshare") + cmd
+            cmd = _unshare_prefix(shutil.which("unshare") or "unshare", pid=self.sandbox.pid_namespace) + cmd
+        reaper.become_subreaper()
         self.proc = _popen(
             cmd, cwd=self.scratch, env=self._env(), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(child_sock.fileno(),),
             start_new_session=True,
         )
+        reaper.started(self.proc.pid)
         child_sock.close()
         self.sock = parent_sock
         self.stdout = CappedStream(self.proc.stdout, self.limits.output_cap_bytes)
@@ -241,11 +259,14 @@ class WorkerProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - unkillable child
             pass
-        # Children the submission left behind in the same group die too.
+        # Children the submission left behind in the same group die too, and
+        # any that left the group (setsid) and reparented to the judge.
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        reaper.finished(self.proc.pid)
+        reaper.reap()
 
     def close(self) -> None:
         """Kill the worker and its process group, and remove its scratch

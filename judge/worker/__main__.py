@@ -8,7 +8,33 @@ seconds overlap with the judge's own start.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
+
+
+def _stay_init(ns) -> None:
+    """In a PID namespace of its own the worker starts as process 1, which
+    ignores the signals it sends itself and adopts every orphan. It forks:
+    the parent stays the namespace's init (reaps, and exits with the
+    worker's status, 128 + signal for a signal, as the sandbox tools
+    report), the child is the worker. When the init exits, the kernel kills
+    everything left in the namespace."""
+    pid = os.fork()
+    if pid == 0:
+        return
+    os.close(ns.fd)
+    for fd in (0, 1, 2):  # the drains of stdout and stderr end with the worker, not with us
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    while True:
+        try:
+            done, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        if done == pid:
+            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="judge worker (internal)")
@@ -16,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-limit", type=int, default=0, help="bytes of host memory")
     parser.add_argument("--memory-rlimit", choices=["AS", "DATA"], default="AS")
     ns = parser.parse_args(argv)
+    if os.getpid() == 1:
+        _stay_init(ns)
     import resource
     if ns.memory_limit:
         # Soft and hard alike, before any submission code runs, so it cannot

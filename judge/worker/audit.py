@@ -84,8 +84,9 @@ REFUSED = (
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
 PROTECTED_SUFFIXES = (".py", ".pyc", ".so")
 # Modules already loaded by torch and Triton whose functions need no audit
-# event to call (ctypes.memmove on an address): hidden behind a stand-in.
-HIDDEN_MODULES = ("ctypes", "_ctypes", "_cffi_backend", "cffi")
+# event to call (ctypes.memmove on an address, _posixsubprocess.fork_exec):
+# hidden behind a stand-in.
+HIDDEN_MODULES = ("ctypes", "_ctypes", "_cffi_backend", "cffi", "_posixsubprocess")
 
 _installed = False
 
