@@ -155,12 +155,16 @@ class Challenge(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _relations_under_constraints(cls, data):
-        # challenge.toml may list relations inside [constraints]
+        # challenge.toml may list relations inside [constraints], and names
+        # the interpreter's caps [cpu]
         if isinstance(data, dict) and isinstance(data.get("constraints"), dict) \
                 and "relations" in data["constraints"]:
             data = dict(data)
             data["constraints"] = dict(data["constraints"])
             data["relations"] = data["constraints"].pop("relations")
+        if isinstance(data, dict) and "cpu" in data:
+            data = dict(data)
+            data["cpu_limits"] = data.pop("cpu")
         return data
 
     @model_validator(mode="after")
