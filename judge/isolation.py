@@ -309,6 +309,29 @@ class WorkerProcess:
             self.kill()
             raise
 
+    def request_timed(self, header: dict, call_seed: int, timeout_s: float,
+                      max_blob_bytes: int) -> tuple[dict, list[bytearray], float | None]:
+        """A timing request in three steps, so that the judge's own clock
+        brackets the timed calls alone: the worker warms up and says so; the
+        judge sends the timed calls' seed (none can start before it) and
+        starts its clock; the worker times and reports; the clock stops; the
+        buffers follow. Returns (reply, blobs, seconds between go and report);
+        the seconds are None when the worker failed before timing."""
+        deadline = time.monotonic() + timeout_s
+        header = dict(header, await_go=True)
+        header.pop("call_seed", None)
+        warm, _ = self.request(header, timeout_s, max_blob_bytes=0)
+        if warm.get("status") != "warm":
+            return warm, [], None
+        started = time.monotonic()
+        reply, _ = self.request({"op": "go", "call_seed": int(call_seed)}, max(deadline - started, 1.0),
+                                max_blob_bytes=0)
+        window_s = time.monotonic() - started
+        if reply.get("status") != "ok":
+            return reply, [], window_s
+        done, blobs = self.request({"op": "buffers"}, max(deadline - time.monotonic(), 1.0), max_blob_bytes)
+        return dict(reply, buffers_status=done.get("status")), blobs, window_s
+
     def output(self) -> tuple[str, str]:
         """What the worker printed; complete once it has been closed (before
         that, waits up to 2 s per stream for more)."""

@@ -57,7 +57,7 @@ def summarise(times: list[float]) -> dict:
 def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None,
             poison: Sequence[bool] | None = None, refill: Callable[[int, int], None] | None = None,
             streams: Callable[[], set] = set, judge_side: Callable = contextlib.nullcontext,
-            around_call: Callable = contextlib.nullcontext,
+            around_call: Callable = contextlib.nullcontext, ready: Callable[[], None] | None = None,
             min_reps: int = 10, max_reps: int = 500, budget_s: float = 3.0,
             target_sem: float = 0.005, warmup_s: float = 0.5, min_time_s: float = 0.5) -> dict:
     """Time `calls` (one per buffer set, rotated). `outputs[i]` lists the
@@ -68,7 +68,10 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
     `streams()` returns (and forgets) the streams launched on since it was
     last asked; `judge_side()` brackets the timer's own tensor work;
     `around_call()` brackets each call of solve (the worker's rules: armed
-    around the call and its events, not around the timer's own work)."""
+    around the call and its events, not around the timer's own work);
+    `ready()`, when given, is called once warm-up is over and just before the
+    first timed call (the worker waits there for the judge's go, so that the
+    judge's own clock brackets the timed calls: judge.timecheck)."""
     import torch
 
     from .cases import check_weights
@@ -92,10 +95,13 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
         warm_calls += len(calls)
         torch.cuda.synchronize()
 
+    if ready is not None:
+        ready()
     times: list[float] = []
     sums: list = []
     last_call: dict[int, int] = {}
     group = len(calls)
+    groups = 0
     started = time.monotonic()
     while len(times) < max_reps:
         pending = []
@@ -128,6 +134,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
                     sums.append(torch.stack([flat.sum(), weighted.sum()]))
             pending.append((start, end))
         torch.cuda.synchronize()
+        groups += 1
         times += [start.elapsed_time(end) for start, end in pending]
         if len(times) >= max(min_reps, len(calls)):
             if time.monotonic() - started > budget_s:
@@ -144,4 +151,5 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
             totals = torch.stack(sums).tolist()
         checks = [[r, r % len(calls), total, weighted] for r, (total, weighted) in enumerate(totals)]
     return dict(summarise(times), l2_flush_bytes=flush.numel() * 4, sets=len(calls), warmup_calls=warm_calls,
+                groups=groups, total_ms=sum(times),
                 checks=checks, last_call=[last_call.get(i) for i in range(len(calls))])

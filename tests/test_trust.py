@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judge import reaper
+from judge import reaper, timecheck
 from judge.isolation import Limits, Sandbox, WorkerProcess, detect_sandbox
 from tests.helpers import FIXTURES, HAS_CUDA
 
@@ -76,3 +76,56 @@ def test_no_process_outlives_its_worker(tmp_path, layer):
     finally:
         worker.close()
         worker.record.unlink(missing_ok=True)
+
+
+# --- the judge's clock against the reported latency (item 1) -------------------
+
+HARNESS = {"per_call_s": 0.0004, "sync_s": 0.00005, "reps": 24}
+
+
+def test_timecheck_accepts_an_honest_report():
+    # 200 calls of 15 ms, the timer's work overlapping or not: the window is what they add up to.
+    honest = {"reps": 200, "mean_ms": 15.0, "groups": 40}
+    assert timecheck.check(honest, 200 * 0.015 + 200 * 0.0004, HARNESS) is None
+    assert timecheck.check(honest, 200 * 0.015 * 1.02, HARNESS) is None
+
+
+def test_timecheck_rejects_a_timer_that_under_reports():
+    lying = {"reps": 200, "mean_ms": 0.015, "groups": 40}  # a thousandth of the truth
+    message = timecheck.check(lying, 200 * 0.015 + 0.05, HARNESS)
+    assert message and message.startswith("rule:") and "under-reports" in message
+    # 20% under the truth is caught; 5% is within the stated margin.
+    assert timecheck.check({"reps": 200, "mean_ms": 12.0, "groups": 40}, 3.0 + 0.08, HARNESS)
+    assert timecheck.check({"reps": 200, "mean_ms": 14.25, "groups": 40}, 3.0 + 0.08, HARNESS) is None
+
+
+def test_timecheck_rejects_a_report_longer_than_the_window():
+    assert timecheck.check({"reps": 100, "mean_ms": 50.0, "groups": 10}, 1.0, HARNESS)
+    assert timecheck.check({"reps": "x"}, 1.0, HARNESS)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("name, honest", [("submissions/correct/grid_2d.py", True),
+                                          ("tests/fixtures/gpu/lying_event_timer.py", False),
+                                          ("tests/fixtures/gpu/lying_timing_module.py", False)])
+def test_timecheck_on_the_gpu(name, honest):
+    """The three-step timing request and the judge's own harness cost on the
+    H100: an honest kernel fits, a timer reporting 1/1000 does not."""
+    from judge import cases as case_data
+    from judge.challenge import load as load_challenge
+    root = Path(__file__).resolve().parent.parent
+    challenge = load_challenge("matrix_multiplication")
+    case = challenge.performance
+    plan = case_data.input_plan(challenge, case)
+    seeds = [11, 12, 13]
+    with WorkerProcess(root / name, "cuda", Limits()) as worker:
+        reply, _ = worker.request({"op": "load", "path": str(worker.scratch / "submission.py"), "device": "cuda",
+                                   "arity": 6}, 120, 0)
+        assert reply["status"] == "ok", reply
+        reply, blobs, window = worker.request_timed({"op": "time", "plan": plan, "seeds": seeds}, 777, 300,
+                                                   max_blob_bytes=1 << 34)
+    assert reply["status"] == "ok", reply
+    harness = timecheck.harness_cost(plan, seeds)
+    verdict = timecheck.check(reply["timing"], window, harness)
+    assert (verdict is None) == honest, (verdict, reply["timing"]["median_ms"], window, harness)

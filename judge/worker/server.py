@@ -141,7 +141,7 @@ class Worker:
             except EOFError:
                 return
             op = msg.get("op")
-            handler = {"load": self.load, "run": self.run, "time": self.time}.get(op)
+            handler = {"load": self.load, "run": self.run, "time": self.time, "buffers": self.buffers}.get(op)
             if handler is None:
                 self.reply({"status": "internal_error", "message": f"unknown op {op!r}"})
                 continue
@@ -326,8 +326,18 @@ class Worker:
         poison = [role == "out" for _, role, _ in roles if role in ("out", "inout")]
         views = [{name: args[k] for k, role, name in roles if role in ("in", "inout")} for args, _, _ in prepared]
 
+        base = {"seed": msg.get("call_seed")}
+
+        def ready() -> None:
+            """Two-step timing: say warm-up is over, and wait for the judge's go,
+            which brings the timed calls' seed (so none can start earlier)."""
+            from judge import protocol
+            self.reply({"status": "warm"})
+            go, _ = protocol.recv(self.sock)
+            base["seed"] = int(go["call_seed"])
+
         def refill(r: int, i: int) -> None:
-            values = make_inputs(plan, call_seed(msg["call_seed"], r), self.device)
+            values = make_inputs(plan, call_seed(base["seed"], r), self.device)
             for name, view in views[i].items():
                 view.copy_(values[name])
 
@@ -335,7 +345,8 @@ class Worker:
             # Each timed call runs under the rules; the timer's own work
             # between calls (refill, poison, flush, sums) does not.
             result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=_take_streams,
-                                    around_call=self.guard.armed, **msg.get("options", {}))
+                                    around_call=self.guard.armed, ready=ready if msg.get("await_go") else None,
+                                    **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
             broken = _violations()
             if self.guard.violation or broken:
@@ -347,4 +358,11 @@ class Worker:
         blobs = []
         for _, outputs, inputs in prepared:
             blobs += self._bytes(outputs) + self._bytes(inputs)
+        if msg.get("await_go"):  # the buffers follow on request, outside the judge's timed window
+            self._pending = blobs
+            return self.reply({"status": "ok", "timing": result})
         self.reply({"status": "ok", "timing": result}, blobs)
+
+    def buffers(self, msg: dict) -> None:
+        blobs, self._pending = getattr(self, "_pending", []), []
+        self.reply({"status": "ok"}, blobs)
