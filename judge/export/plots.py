@@ -49,7 +49,10 @@ def distribution(values: list[float], lines: dict[str, float], label: str, title
     for (name, value), color in zip(sorted(lines.items()), colors * 3):
         ax.axvline(value, color=color, linestyle="--", linewidth=1.2, label=f"{name} ({value:.3g})")
     if log:
+        from matplotlib.ticker import FormatStrFormatter
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(FormatStrFormatter("%g"))
     ax.set_yticks([])
     ax.set_ylim(-1, 1)
     ax.set_xlabel(label)

@@ -1,0 +1,119 @@
+"""Batch every example submission on the GPU(s) through `judge batch`'s
+own code, one batch per challenge (each file against its own challenge),
+and record per-submission and whole-batch wall times.
+
+    python bench/batch_gpu.py --out DIR [--gpus all|0,1] [--device cuda] [--only TEXT]
+
+The files: submissions/**/*.py and every challenge's examples/*.py, with
+the verdicts their expected.toml declare (judge.goldens). Each challenge's
+files are copied into DIR/work/<challenge>/class/ and graded into
+DIR/work/<challenge>/results/ (a results store; `judge export` works on it).
+Writes DIR/batch_gpu.json and DIR/batch_gpu.md; exits 1 when a verdict
+differs from the expected one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from judge import goldens  # noqa: E402
+from judge.batch.progress import Display  # noqa: E402
+from judge.batch.run import BatchOptions, run_batch  # noqa: E402
+from judge.batch.store import Store  # noqa: E402
+
+
+def file_id(golden: goldens.Golden) -> str:
+    return golden.relative().replace("/", "__").removesuffix(".py")
+
+
+def one_challenge(name: str, files: list, ns, work: Path) -> dict:
+    folder, out = work / name / "class", work / name / "results"
+    shutil.rmtree(work / name, ignore_errors=True)
+    folder.mkdir(parents=True)
+    expected = {}
+    for golden in files:
+        shutil.copyfile(golden.path, folder / f"{file_id(golden)}.py")
+        expected[file_id(golden)] = golden
+    opts = BatchOptions(folder=folder, out=out, challenge=name, device=ns.device, gpus=ns.gpus, lanes=ns.lanes,
+                        seed=ns.seed, drift=ns.drift)
+    started = time.monotonic()
+    outcome = run_batch(opts, Display)
+    wall = time.monotonic() - started
+    store = Store.open_existing(out)
+    rows, runs = store.rows(), store.runs()
+    store.close()
+    records = []
+    for row in rows:
+        golden = expected[row["id"]]
+        records.append({"path": golden.relative(), "challenge": name, "expected": golden.verdict,
+                        "verdict": row.get("verdict"), "matches": row.get("verdict") == golden.verdict,
+                        "lane": row.get("lane"), "wall_s": row.get("wall_s"), "latency_ms": row.get("latency_ms"),
+                        "tflops": row.get("tflops"), "score": row.get("score"),
+                        "grading_s": (row.get("result") or {}).get("duration_s")})
+    return {"challenge": name, "files": len(files), "batch_wall_s": round(wall, 2), "drift": outcome.drift,
+            "lanes": (runs[-1].get("gpus") if runs else None), "device": runs[-1].get("device") if runs else None,
+            "device_name": next(((r.get("result") or {}).get("device_name") for r in rows if r.get("result")), None),
+            "records": records}
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# Batch of every example submission: {report['device_name']} × {report['lanes']} lane(s)", "",
+             f"{report['files']} files, {len(report['batches'])} challenge(s), whole batch "
+             f"{report['total_wall_s']:.1f} s wall (sum of the per-challenge batches); "
+             f"{report['mismatches']} verdict(s) differ from expected.toml.", "",
+             "| challenge | files | batch wall s | lanes | drift (start → end ms, change) |", "|---|---|---|---|---|"]
+    for b in report["batches"]:
+        d = b.get("drift") or {}
+        drift = (f"{(d.get('start') or {}).get('latency_ms')} → {(d.get('end') or {}).get('latency_ms')} "
+                 f"({d.get('change_percent')} %)") if d else "–"
+        lines.append(f"| {b['challenge']} | {b['files']} | {b['batch_wall_s']:.1f} | {b['lanes']} | {drift} |")
+    lines += ["", "| file | expected | verdict | ok | lane | wall s | grading s | latency ms | TFLOPS |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for b in report["batches"]:
+        for r in b["records"]:
+            def f(v, fmt="{:.3f}"):
+                return fmt.format(v) if isinstance(v, (int, float)) else "–"
+            lines.append(f"| {r['path']} | {r['expected']} | {r['verdict']} | {'yes' if r['matches'] else 'NO'} | "
+                         f"{r['lane']} | {f(r['wall_s'], '{:.1f}')} | {f(r['grading_s'], '{:.1f}')} | "
+                         f"{f(r['latency_ms'])} | {f(r['tflops'], '{:.1f}')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--gpus", default="all", help="all or a list such as 0,1: one lane per GPU")
+    ap.add_argument("--device", default=None, choices=["cpu", "cuda"])
+    ap.add_argument("--lanes", type=int, default=1, help="CPU lanes (CPU mode only)")
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--drift", default="auto", help="auto (GPU: the first accepted example), none or a file")
+    ap.add_argument("--only", default="", help="only files whose path contains this")
+    ns = ap.parse_args()
+    ns.out.mkdir(parents=True, exist_ok=True)
+    by_challenge = defaultdict(list)
+    for golden in goldens.examples():
+        if ns.only in golden.relative():
+            by_challenge[golden.challenge].append(golden)
+    started = time.monotonic()
+    batches = [one_challenge(name, files, ns, ns.out / "work") for name, files in sorted(by_challenge.items())]
+    report = {"total_wall_s": round(time.monotonic() - started, 2), "files": sum(b["files"] for b in batches),
+              "mismatches": sum(not r["matches"] for b in batches for r in b["records"]),
+              "device_name": next((b["device_name"] for b in batches if b["device_name"]), None),
+              "lanes": batches[0]["lanes"] if batches else None, "batches": batches}
+    (ns.out / "batch_gpu.json").write_text(json.dumps(report, indent=1))
+    (ns.out / "batch_gpu.md").write_text(markdown(report))
+    print(markdown(report))
+    return 1 if report["mismatches"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
