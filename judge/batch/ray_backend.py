@@ -42,9 +42,12 @@ class RayPool:
         except ImportError:
             raise UsageError("--ray needs Ray: pip install 'tritonjudge[ray]'") from None
         self.ray = ray
+        self.started_here = False
         if not ray.is_initialized():
-            ray.init(address=None if address == "local" else address, ignore_reinit_error=True,
-                     log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": _judge_root()}})
+            path = os.pathsep.join(p for p in (_judge_root(), os.environ.get("PYTHONPATH")) if p)
+            ray.init(address=None if address == "local" else address, log_to_driver=False,
+                     include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+            self.started_here = True
         self.remote = ray.remote(num_gpus=1 if device == "cuda" else 0, max_retries=1)(_grade_shipped)
         self.names = ["ray"]
 
@@ -74,7 +77,8 @@ class RayPool:
                 yield self._event(job, reply)
 
     def close(self) -> None:
-        pass
+        if self.started_here:
+            self.ray.shutdown()
 
 
 def _judge_root() -> str:
