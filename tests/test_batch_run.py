@@ -145,3 +145,24 @@ def test_gradescope_command(tmp_path):
     run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     doc = json.loads((res / "results.json").read_text())
     assert run.returncode == 2 and doc["score"] == 0 and "empty folder" in doc["output"] and validate(doc) == []
+
+
+@pytest.mark.slow
+def test_batch_display_roster_and_folders(tmp_path):
+    folder, out = tmp_path / "class", tmp_path / "results"
+    (folder / "alice").mkdir(parents=True)
+    (folder / "empty_one").mkdir()
+    shutil.copyfile(ROOT / "submissions" / "faults" / "empty.py", folder / "alice" / "solution.py")
+    (folder / "notes.txt").write_text("not code")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,email\nalice,Alice,a@x\nbob,Bob,b@x\n")
+    cmd = [sys.executable, "-m", "judge.cli", "batch", str(folder), "--out", str(out), "--device", "cpu",
+           "--roster", str(roster), "--regrade", "nobody"]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "COLUMNS": "160"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "invalid_submission" in run.stdout and "missing" in run.stdout
+    assert "1 submission(s) found (folders layout), 1 graded now, 0 kept from before, 1 missing" in run.stdout
+    for line in ("empty_one: empty folder", "notes.txt: not a .py file", "--regrade nobody: no such submission"):
+        assert line in run.stdout
+    assert "grading" in run.stderr and "1/1" in run.stderr  # the live panel

@@ -1,0 +1,38 @@
+"""Lanes: one per GPU pinned by CUDA_VISIBLE_DEVICES, N on CPU; a lane
+reports a request it cannot grade as an error, and a lane that died is
+started again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from judge.batch.lanes import Job, LanePool, lane_specs, visible_gpus
+from judge.batch.run import failure_result
+
+
+def test_lane_specs():
+    gpu = lane_specs("cuda", [0, 2], 5)
+    assert [(s.name, s.env) for s in gpu] == [("gpu0", {"CUDA_VISIBLE_DEVICES": "0"}),
+                                             ("gpu2", {"CUDA_VISIBLE_DEVICES": "2"})]
+    assert [s.name for s in lane_specs("cpu", [], 2)] == ["cpu0", "cpu1"]
+    assert lane_specs("cpu", [], 0)[0].env == {"CUDA_VISIBLE_DEVICES": ""}
+    assert visible_gpus("0, 2") == [0, 2]
+
+
+@pytest.mark.slow
+def test_lane_errors_and_restart(tmp_path):
+    pool = LanePool(lane_specs("cpu", [], 1), log=tmp_path / "lanes.log")
+    job = Job("x", tmp_path / "missing.py", {"challenge": "matrix_multiplication", "device": "cpu"})
+    try:
+        first = pool.call(0, job)
+        assert first.result is None and "no such file" in first.error
+        pool.lanes[0].proc.kill()  # a lane that died between two files
+        pool.lanes[0].proc.wait()
+        second = pool.call(0, job)
+        assert "no such file" in second.error and pool.lanes[0].proc.poll() is None
+    finally:
+        pool.close()
+    recorded = failure_result(job, second.error, job.options)
+    assert recorded["verdict"] == "internal_error" and recorded["submission"] == str(Path(job.path))
