@@ -47,14 +47,14 @@ def batch(folder, challenge_name, out, device, gpus, lanes, workers, policy, see
     are graded again. Then: judge export OUT --format csv|html|...
 
     Exit status: 0 when the batch ran (whatever the verdicts), 2 usage error."""
-    from .progress import JsonLines, Live_, summary_table
+    from .progress import JsonLines, LivePanel, summary_table
     from .run import BatchOptions, run_batch
     from .store import Store
 
     opts = BatchOptions(folder=folder, out=out, challenge=challenge_name, device=device, gpus=gpus, lanes=lanes,
                         workers=workers, policy=policy, seed=seed, scoring=scoring_file, roster=roster,
                         regrade=list(regrade), ray=ray, drift=drift)
-    outcome = run_batch(opts, JsonLines if as_json else Live_)
+    outcome = run_batch(opts, JsonLines if as_json else LivePanel)
     if as_json:
         return
     from rich.console import Console

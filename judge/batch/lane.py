@@ -6,7 +6,8 @@ its GPU by CUDA_VISIBLE_DEVICES, so grade() uses that GPU alone.
 
     python -m judge.batch.lane      (requests on stdin, replies on stdout)
 
-Request: {"job": KEY, "path": FILE, "options": GradeOptions as JSON}
+Request: {"job": KEY, "path": FILE, "options": GradeOptions as JSON,
+          "next": the lane's next request, if known (its workers start meanwhile)}
 Reply:   {"job": KEY, "result": GradeResult as JSON, "wall_s": s}
          or {"job": KEY, "error": "..."}; first of all {"ready": true, ...}.
 """
@@ -33,12 +34,44 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+# Workers started ahead for the next file: (path, options JSON) -> workers.
+_ahead: dict = {}
+
+
+def _prestart(request: dict | None) -> None:
+    """Start the next file's workers now (grader.prestart), so that their
+    start overlaps this file's grading; a fresh process each, that has run
+    nothing of any submission yet."""
+    if not request:
+        return
+    try:
+        from judge.grader import GradeOptions, prestart
+        key = (request["path"], json.dumps(request.get("options"), sort_keys=True))
+        _ahead[key] = prestart(request["path"], GradeOptions.model_validate(request.get("options") or {}))
+    except Exception:  # noqa: BLE001 - no head start: the grading starts its own workers
+        pass
+
+
+def _drop_ahead() -> None:
+    for workers in _ahead.values():
+        for worker in workers:
+            try:
+                worker.close()
+            except Exception:  # noqa: BLE001
+                pass
+    _ahead.clear()
+
+
 def grade_request(request: dict) -> dict:
     from judge.grader import GradeOptions, grade
     started = time.monotonic()
+    key = (request.get("path"), json.dumps(request.get("options"), sort_keys=True))
+    ready = _ahead.pop(key, None)
+    _drop_ahead()  # workers started for any other file are not used
+    _prestart(request.get("next"))
     try:
         options = GradeOptions.model_validate(request.get("options") or {})
-        result = grade(request["path"], options)
+        result = grade(request["path"], options, prestarted=ready) if ready else grade(request["path"], options)
         return {"job": request.get("job"), "result": result.model_dump(mode="json"),
                 "wall_s": round(time.monotonic() - started, 3)}
     except Exception as exc:  # noqa: BLE001 - reported to the batch, which records it

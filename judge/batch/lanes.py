@@ -82,15 +82,17 @@ class LaneProcess:
         line = self.proc.stdout.readline() if self.proc and self.proc.stdout else ""
         return json.loads(line) if line.strip() else None
 
-    def grade(self, job: Job) -> dict:
+    def grade(self, job: Job, following: Job | None = None) -> dict:
         """The lane's reply; a lane that died is started again once and the
         job retried, then the death is the reply's error."""
         for attempt in range(2):
             if self.proc is None or self.proc.poll() is not None:
                 self.start()
             try:
-                self.proc.stdin.write(json.dumps({"job": job.key, "path": str(job.path),
-                                                  "options": job.options}) + "\n")
+                request = {"job": job.key, "path": str(job.path), "options": job.options}
+                if following is not None:
+                    request["next"] = {"path": str(following.path), "options": following.options}
+                self.proc.stdin.write(json.dumps(request) + "\n")
                 self.proc.stdin.flush()
                 reply = self._read()
             except (BrokenPipeError, OSError, ValueError):
@@ -126,9 +128,9 @@ class LanePool:
     def names(self) -> list[str]:
         return [lane.spec.name for lane in self.lanes]
 
-    def call(self, index: int, job: Job) -> Event:
+    def call(self, index: int, job: Job, following: Job | None = None) -> Event:
         lane = self.lanes[index]
-        reply = lane.grade(job)
+        reply = lane.grade(job, following)
         return Event("done", job, lane.spec.name, reply.get("result"), reply.get("error"), reply.get("wall_s"))
 
     def stream(self, jobs: list[Job]) -> Iterator[Event]:
@@ -139,16 +141,23 @@ class LanePool:
 
         def work(index: int) -> None:
             lane = self.lanes[index]
-            while True:
+
+            def take() -> Job | None:
                 try:
-                    job = todo.get_nowait()
+                    return todo.get_nowait()
                 except queue.Empty:
-                    break
+                    return None
+            job = take()
+            while job is not None:
+                # The lane's next file is taken now, so its workers can start
+                # while this one is graded (the order across lanes stays fair).
+                following = take()
                 events.put(Event("start", job, lane.spec.name))
                 try:
-                    events.put(self.call(index, job))
+                    events.put(self.call(index, job, following))
                 except Exception as exc:  # noqa: BLE001 - a lane that cannot start
                     events.put(Event("done", job, lane.spec.name, error=f"{type(exc).__name__}: {exc}"))
+                job = following
             events.put(None)
 
         threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(self.lanes))]

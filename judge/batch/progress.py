@@ -53,7 +53,7 @@ class JsonLines(Display):
         sys.stdout.flush()
 
 
-class Live_(Display):
+class LivePanel(Display):
     def __init__(self, total: int, lanes: list[str], console: Console | None = None):
         super().__init__(total, lanes)
         self.console = console or Console(stderr=True)
