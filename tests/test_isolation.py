@@ -78,10 +78,9 @@ def test_sandbox_confines_the_worker(tmp_path):
     assert result.sandbox == sandbox.describe()
     line = next(l for l in result.stdout.splitlines() if l.startswith("SANDBOX"))
     seen = dict(item.split("=") for item in line.split()[1:])
-    if sandbox.network == "cut":
-        assert seen["net"] in ("refused", "denied")  # the judge's loopback is not the worker's
-    else:
-        assert seen["net"] == "ok"
+    # Sockets are refused to the submission by the worker's audit hook,
+    # whatever the sandbox (which cuts the network too where it can).
+    assert result.verdict.value == "rejected" and "no network" in result.message, result.message
     if sandbox.tool == "bwrap":
         assert seen["read"] == "denied"
         assert not escape.exists()  # what it wrote stayed in its private /tmp

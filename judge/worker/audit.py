@@ -71,7 +71,6 @@ REFUSED = (
     ("os.posix_spawn", "no new processes"),
     ("os.spawn", "no new processes"),
     ("os.system", "no new processes"),
-    ("os.kill", "no signals to other processes"),
     ("os.killpg", "no signals to other processes"),
     ("os.setsid", "no new processes"),
     ("subprocess.Popen", "no new processes"),
@@ -224,6 +223,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     refuse(f"no code compiled under another file's name ({filename})")
             elif event == "open":
                 pass
+            elif event == "os.kill":
+                if args[0] not in (os.getpid(), 0) and blame(frame):
+                    refuse("no signals to other processes: os.kill")
             else:
                 for prefix, what in REFUSED:
                     if event.startswith(prefix):
