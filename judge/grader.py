@@ -53,6 +53,9 @@ class GradeOptions(BaseModel):
     # CPU mode: round float32 tl.dot inputs to TF32 as an Ampere-or-newer GPU
     # does (False: as a T4 computes them, in float32).
     emulate_tf32: bool = True
+    # Folders a sandboxed worker must not see, beyond the secret's and the
+    # submission's own (a batch adds its results folder and the class folder).
+    hidden_paths: list[str] = []
 
 
 def choose_device(requested: str | None) -> str:
@@ -80,7 +83,7 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
     fresh process that has run nothing of any submission yet."""
     from . import challenge as challenges
     challenge = challenges.load(options.challenge)
-    return [spawn(Path(path), options.device or guess_device(), options.limits)
+    return [spawn(Path(path), options.device or guess_device(), options.limits, options.hidden_paths)
             for _ in range(slot_count(options, len(challenge.functional) + 2))]
 
 
@@ -107,7 +110,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     started = time.monotonic()
     # Start the workers before importing torch here: both take seconds.
     guess = options.device or guess_device()
-    early = list(prestarted) if prestarted else [spawn(path, guess, options.limits)
+    early = list(prestarted) if prestarted else [spawn(path, guess, options.limits, options.hidden_paths)
                                                  for _ in range(slot_count(options, len(challenge.functional) + 2))]
     try:
         device = choose_device(options.device)

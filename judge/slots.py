@@ -42,7 +42,7 @@ class Slot:
             return None
         run = self.run
         if self.worker is None:
-            self.worker = spawn(run.path, run.device, run.limits)
+            self.worker = spawn(run.path, run.device, run.limits, run.options.hidden_paths)
         arg_names = [a.name for a in run.challenge.signature]
         try:
             reply, _ = self.worker.request(
@@ -72,21 +72,12 @@ class Slot:
             self.worker, self.loaded = None, False
 
 
-def spawn(path: Path, device: str, limits: Limits) -> WorkerProcess:
+def spawn(path: Path, device: str, limits: Limits, extra_hidden: list[str] = ()) -> WorkerProcess:
     """A started worker for the submission at `path` (not loaded yet)."""
-    # Hidden from a sandboxed worker: the secret, and the folder the
-    # submission came from (its neighbours may be other students' files).
-    hidden = [case_data.secret_path().parent, path.resolve().parent]
-    worker = WorkerProcess(path, device, limits, hidden=hidden)
-    worker.start()
-    return worker
-
-
-def spawn(path: Path, device: str, limits: Limits) -> WorkerProcess:
-    """A started worker for the submission at `path` (not loaded yet)."""
-    # Hidden from a sandboxed worker: the secret, and the folder the
-    # submission came from (its neighbours may be other students' files).
-    hidden = [case_data.secret_path().parent, path.resolve().parent]
+    # Hidden from a sandboxed worker: the secret, the folder the submission
+    # came from (its neighbours may be other students' files), and whatever
+    # the caller adds (a batch: its results store and the class folder).
+    hidden = [case_data.secret_path().parent, path.resolve().parent, *map(Path, extra_hidden)]
     worker = WorkerProcess(path, device, limits, hidden=hidden)
     worker.start()
     return worker
