@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from . import baselines as baselines_mod
 from . import cases as case_data
-from . import gpuinfo
+from . import gpuinfo, timecheck
 from .casework import Run, fill, status_of
 from .challenge import Case
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
@@ -43,8 +43,10 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
     before = gpuinfo.snapshot()
     asked = time.monotonic()
     try:
-        reply, blobs = slot.worker.request(
-            {"op": "time", "plan": plan, "seeds": seeds, "call_seed": base},
+        # Three steps (warm-up, go, report): the judge's own clock brackets
+        # the timed calls alone (judge.timecheck).
+        reply, blobs, window_s = slot.worker.request_timed(
+            {"op": "time", "plan": plan, "seeds": seeds}, base,
             run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=run.reply_bytes(plan, len(seeds)))
     except (WorkerDied, ProtocolError) as exc:
         failure.status, failure.message = "runtime_error", f"while timing: {exc}"
@@ -99,12 +101,14 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
                            f"that of their fresh inputs (first: call {stale[0]}): work skipped, cached "
                            "or changed")
         return None, failure
-    # The timed calls happened inside this request: their total cannot
-    # exceed its wall time.
-    if median <= 0 or timing.mean_ms * timing.reps / 1000 > wall_s * 1.05 + 0.05:
+    # The reported latency against the judge's own clock, less the timer's
+    # own work, measured here on the same GPU and shapes.
+    clock = time.monotonic()
+    rule = timecheck.check(raw, window_s, timecheck.harness_cost(plan, seeds, device=run.device))
+    run.phases["timing_clock_check"] = round(time.monotonic() - clock, 3)
+    if median <= 0 or rule:
         failure.status = "rejected"
-        failure.message = (f"rule: the reported timing ({timing.reps} calls of {timing.mean_ms:.3f} ms on "
-                           f"average) does not fit in the {wall_s:.2f} s the request took")
+        failure.message = rule or f"{timecheck.RULE}: the worker reported a latency of {median} ms"
         return None, failure
     return timing, None
 
