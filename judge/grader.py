@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import timed
 from .casework import Run
 from .errors import UsageError
-from .isolation import Limits, detect_sandbox
+from .isolation import Limits, sandbox_for
 from .results import CaseResult, GradeResult, Performance, Timing
 from .scoring import ScoringPolicy
 from .scoring import score as compute_score
@@ -183,7 +183,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         performance=performance,
         score=compute_score(scoring, verdict is Verdict.ACCEPTED, timing.median_ms if timing else None,
                             performance.baselines_ms if performance else None),
-        sandbox=detect_sandbox().describe(),
+        sandbox=sandbox_for(device).describe(),
         stdout=_join_capped(run.stdout, options.limits.output_cap_bytes),
         stderr=_join_capped(run.stderr, options.limits.output_cap_bytes),
         started_at=started_at, duration_s=round(time.monotonic() - started, 3), phase_seconds=run.phases,

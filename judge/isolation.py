@@ -100,6 +100,30 @@ def detect_sandbox() -> Sandbox:
     return Sandbox(tool=None, network="open", filesystem="shared")
 
 
+# The CUDA driver's own start (cuInit), as a worker makes it: it fails with
+# "OS call failed" (error 304) inside a PID namespace on some hosts (the H100
+# image), so a CUDA worker gets one only where this succeeds.
+_CUINIT = "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"
+
+
+@functools.lru_cache(maxsize=None)
+def sandbox_for(device: str) -> Sandbox:
+    """The sandbox a worker on `device` runs in: detect_sandbox's, less the
+    PID namespace for CUDA where the driver cannot start inside one (every
+    descendant of such a worker is still killed by the judge as subreaper)."""
+    box = detect_sandbox()
+    if device != "cuda" or not box.pid_namespace:
+        return box
+    if box.tool == "bwrap":
+        prefix = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/",
+                  "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--"]
+    else:
+        prefix = _unshare_prefix(shutil.which("unshare") or "unshare", pid=True)
+    if _runs(prefix + [sys.executable, "-c", _CUINIT]):
+        return box
+    return box.model_copy(update={"pid_namespace": False})
+
+
 def _unshare_prefix(unshare: str, pid: bool = False) -> list[str]:
     """`pid`: a PID namespace too; the worker is its first process (and
     forks to stay its init: judge.worker.__main__), so when it dies the
@@ -195,7 +219,7 @@ class WorkerProcess:
         self.device = device
         self.limits = limits
         self.hidden = [Path(p) for p in hidden]
-        self.sandbox = detect_sandbox()
+        self.sandbox = sandbox_for(device)
         self.scratch = Path(tempfile.mkdtemp(prefix="judge-worker-"))
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
