@@ -35,49 +35,36 @@ OVER_REPORT = 1.05  # a report may exceed the window by 5% + 50 ms (clock granul
 RULE = "rule: the reported latency must be the latency the judge observes"
 
 
-def harness_cost(plan: dict, seeds: list[int], reps: int = 24, device: str = "cuda") -> dict:
+def harness_cost(plan: dict, seeds: list[int], reps: int = 60, device: str = "cuda") -> dict:
     """Seconds per timed call of the timer's own work, measured here in the
-    judge: the worker's refill, poison, flush and sums on buffers of the
-    performance case's shapes, each call followed by a synchronisation.
-    Returns {"per_call_s", "sync_s", "reps"}."""
+    judge: judge.timing.measure itself, as the worker runs it (refill with
+    fresh data, poison, L2 flush, the operator guard armed around each call,
+    output sums, a host wait per group), around a solve that does nothing,
+    on buffers of the performance case's shapes, timed by the judge's clock
+    from the end of warm-up to the report. Returns {"per_call_s", "sync_s", "reps"}."""
     import torch
 
     from . import cases as case_data
-    from .timing import POISON, l2_flush_buffer
+    from .timing import measure
+    from .worker.rules import Guard
 
     sets = [case_data.make_inputs(plan, seed, device) for seed in seeds]
     outputs = [[torch.empty(spec["shape"], dtype=getattr(torch, spec.get("dtype", "float32")), device=device)
                 for spec in plan["outputs"].values()] for _ in seeds]
-    flush = l2_flush_buffer()
-    weights = {t.numel(): case_data.check_weights(t.numel(), t.device) for ts in outputs for t in ts}
+    poison = [spec.get("role", "out") == "out" for spec in plan["outputs"].values()]
 
-    def one(r: int) -> None:
-        i = r % len(sets)
+    def refill(r: int, i: int) -> None:
         fresh = case_data.make_inputs(plan, case_data.call_seed(seeds[0], r), device)
         for name, value in fresh.items():
-            if name in sets[i]:
-                sets[i][name].copy_(value)
-        for t in outputs[i]:
-            t.fill_(POISON)
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        end.record()
-        flat = torch.cat([t.reshape(-1).to(torch.float64) for t in outputs[i]])
-        weighted = torch.cat([t.reshape(-1).to(torch.float64) * weights[t.numel()] for t in outputs[i]])
-        torch.stack([flat.sum(), weighted.sum()])
-        torch.cuda.synchronize()
+            sets[i][name].copy_(value)
 
-    for r in range(3):  # allocator and kernels warm
-        one(r)
-    began = time.perf_counter()
-    for r in range(reps):
-        one(r)
-    per_call = (time.perf_counter() - began) / reps
-    began = time.perf_counter()
-    for _ in range(20):
-        torch.cuda.synchronize()
-    return {"per_call_s": per_call, "sync_s": (time.perf_counter() - began) / 20, "reps": reps}
+    began = {}
+    guard = Guard()
+    report = measure([lambda: None] * len(seeds), outputs=outputs, poison=poison, refill=refill,
+                     around_call=guard.armed, ready=lambda: began.setdefault("t", time.perf_counter()),
+                     min_reps=reps, max_reps=reps, budget_s=60.0, warmup_s=0.05, min_time_s=0.0)
+    window = time.perf_counter() - began["t"]
+    return {"per_call_s": window / max(1, report["reps"]), "sync_s": 0.0, "reps": report["reps"]}
 
 
 def check(reported: dict, window_s: float | None, harness: dict) -> str | None:
