@@ -104,13 +104,19 @@ def main() -> int:
         if ns.only in golden.relative():
             by_challenge[golden.challenge].append(golden)
     started = time.monotonic()
-    batches = [one_challenge(name, files, ns, ns.out / "work") for name, files in sorted(by_challenge.items())]
-    report = {"total_wall_s": round(time.monotonic() - started, 2), "files": sum(b["files"] for b in batches),
-              "mismatches": sum(not r["matches"] for b in batches for r in b["records"]),
-              "device_name": next((b["device_name"] for b in batches if b["device_name"]), None),
-              "lanes": batches[0]["lanes"] if batches else None, "batches": batches}
-    (ns.out / "batch_gpu.json").write_text(json.dumps(report, indent=1))
-    (ns.out / "batch_gpu.md").write_text(markdown(report))
+    batches = []
+    for name, files in sorted(by_challenge.items()):
+        batches.append(one_challenge(name, files, ns, ns.out / "work"))
+        for r in batches[-1]["records"]:  # a line per file as each challenge ends, for a log that survives a cut
+            print(f"{r['path']:70s} {r['expected']:22s} {r['verdict']!s:22s} {'ok' if r['matches'] else 'MISMATCH'} "
+                  f"wall {r['wall_s']} s, latency {r['latency_ms']} ms", flush=True)
+        report = {"total_wall_s": round(time.monotonic() - started, 2), "files": sum(b["files"] for b in batches),
+                  "mismatches": sum(not r["matches"] for b in batches for r in b["records"]),
+                  "device_name": next((b["device_name"] for b in batches if b["device_name"]), None),
+                  "lanes": batches[0]["lanes"] if batches else None, "batches": batches}
+        # Written after every challenge: a run cut short still leaves what it finished.
+        (ns.out / "batch_gpu.json").write_text(json.dumps(report, indent=1))
+        (ns.out / "batch_gpu.md").write_text(markdown(report))
     print(markdown(report))
     return 1 if report["mismatches"] else 0
 
