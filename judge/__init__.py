@@ -1,19 +1,56 @@
 """tritonjudge: grade Triton kernel submissions against hidden cases.
 
-The package is a set of small modules, each owning one job:
+The public surface: `grade(path, GradeOptions(...)) -> GradeResult` and
+`prestart` (judge.grader), `judge.challenge.load/available`, the verdicts
+(judge.verdicts.Verdict), the errors (judge.errors), and the `judge`
+command (judge.cli). The package is a set of small modules, each owning one
+job. Trusted side (the judge's own process):
 
-    verdicts   the verdict vocabulary and how case verdicts combine
-    challenge  challenge definitions (pydantic) loaded from challenges/<name>/
-    cases      seeds, the secret, and input generation from a case spec
-    compare    error statistics, tolerance policies and precision diagnosis
-    protocol   the framed messages that cross the process boundary (both sides)
-    isolation  the trusted side of the boundary: spawning and policing the worker
-    worker/    the untrusted side, a package: runs inside the child with the
-               submission (request loop, operator guard, interpreter patches)
-    timing     latency measurement (the worker times solve with it, the judge its baselines)
-    grader     orchestration: cases -> worker -> comparison -> result
-    report     rendering a result for people (rich) and machines (JSON)
-    cli        the `judge` command
+    verdicts      the verdict vocabulary and how case verdicts combine
+    challenge     challenge definitions (pydantic) loaded from challenges/<name>/
+    distributions input distributions a case may name;  expr: arithmetic over dimensions
+    compare       what the judge knows of an output, comparisons, policies
+    checkers/     the comparison plug-ins: allclose, exact, fp32_bound, tf32_bound
+    casework      a grading's state, a case's request and the checks of what comes back
+    slots         the workers of a grading and how cases are spread over them
+    timed         timing the performance case, checking the timed calls, baselines
+    timecheck     the judge's own clock against the reported latency
+    grader        the entry point: grade() and prestart()
+    results       the result models (what `judge submit --json` prints)
+    isolation     spawning, sandboxing, policing and killing workers;  reaper: orphans
+    check, precheck   `judge check`: LeetGPU's rules from the source, its answer first
+    source_scan   what the source says about a verdict (the GPU's broadcast-sum rewrite)
+    goldens       example files and the verdicts they must get
+    leetgpu/      a LeetGPU clone's challenge folders, loaded at run time
+    batch/        `judge batch`: discovery, the results store, lanes, progress, Ray
+    export/       gradebook CSV, Gradescope, JUnit, HTML report, similarity
+    scoring, baselines, gpuinfo, report, cli
+
+Both sides: protocol (framed messages), cases (seeds and input generation),
+timing (the measurement loop). Untrusted side, running in the worker with
+the submission: worker/ (request loop, operator guard, audit hook,
+interpreter patches).
+
+The errors (judge.errors):
+
+    JudgeError            base: anything the judge raises on purpose
+    ├── UsageError        the user asked for something impossible (bad path, unknown challenge)
+    └── WorkerError       the worker child failed to answer
+        ├── WorkerDied    it exited or was killed by a signal
+        ├── WorkerTimeout it ran past its wall-clock limit (and was killed)
+        └── ProtocolError it sent a malformed or oversized message
 """
 
 __version__ = "0.1.0"
+
+_LAZY = {"grade": "grader", "prestart": "grader", "GradeOptions": "grader", "GradeResult": "results",
+         "Verdict": "verdicts", "JudgeError": "errors", "UsageError": "errors"}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    # Imported on first use: the worker imports this package too, and needs none of it.
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'judge' has no attribute {name!r}")

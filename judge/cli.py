@@ -43,6 +43,8 @@ def main(leetgpu_repo):
       judge submit mine.py                    grade it (GPU if present, else CPU)
       judge submit mine.py --json             one JSON object on stdout
       judge submit -h                         --seed, --device, --policy and more
+      judge check mine.py --gpu t4            would LeetGPU accept it? (its terms first)
+      judge batch class/ --out results/       grade a whole class (then: judge export)
 
     Without a GPU, kernels run under Triton's interpreter on small cases only,
     with the TF32 rounding of an Ampere-or-newer GPU emulated, and no timing.
