@@ -31,14 +31,7 @@ timing (the measurement loop). Untrusted side, running in the worker with
 the submission: worker/ (request loop, operator guard, audit hook,
 interpreter patches).
 
-The errors (judge.errors):
-
-    JudgeError            base: anything the judge raises on purpose
-    ├── UsageError        the user asked for something impossible (bad path, unknown challenge)
-    └── WorkerError       the worker child failed to answer
-        ├── WorkerDied    it exited or was killed by a signal
-        ├── WorkerTimeout it ran past its wall-clock limit (and was killed)
-        └── ProtocolError it sent a malformed or oversized message
+The error tree is drawn in judge.errors' docstring.
 """
 
 __version__ = "0.1.0"
