@@ -58,7 +58,8 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
                         "verdict": row.get("verdict"), "matches": row.get("verdict") == golden.verdict,
                         "lane": row.get("lane"), "wall_s": row.get("wall_s"), "latency_ms": row.get("latency_ms"),
                         "tflops": row.get("tflops"), "score": row.get("score"),
-                        "grading_s": (row.get("result") or {}).get("duration_s")})
+                        "grading_s": (row.get("result") or {}).get("duration_s"),
+                        "phases": (row.get("result") or {}).get("phase_seconds")})
     return {"challenge": name, "files": len(files), "batch_wall_s": round(wall, 2), "drift": outcome.drift,
             "lanes": (runs[-1].get("gpus") if runs else None), "device": runs[-1].get("device") if runs else None,
             "device_name": next(((r.get("result") or {}).get("device_name") for r in rows if r.get("result")), None),

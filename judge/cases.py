@@ -14,10 +14,12 @@ import hashlib
 import os
 import secrets
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
+
+if TYPE_CHECKING:  # imported where used: starting a grading's workers must not wait for torch
+    import torch
 
 SECRET_ENV = "JUDGE_SECRET"
 
@@ -83,6 +85,7 @@ def _arg_seed(seed: int, arg: str) -> int:
 def generate(dist: dict, shape: list[int], seed: int, device: str, dtype: str = "float32") -> torch.Tensor:
     """One tensor drawn from a distribution given as its dict form (the
     worker receives plain JSON, not pydantic models)."""
+    import torch
     kind = dist["kind"]
     torch_dtype = getattr(torch, dtype)
     gen = torch.Generator(device=device)
@@ -178,6 +181,7 @@ def check_weights(n: int, device) -> torch.Tensor:
     output is summed with them (as well as plainly), so an output that holds
     the right values in the wrong places (an in-place reverse that did
     nothing, a stale permutation) still changes its check sum."""
+    import torch
     index = torch.arange(n, device=device, dtype=torch.int64)
     bits = ((index * 2654435761) >> 13) & 1
     return (1 - 2 * bits).to(torch.float64)

@@ -50,6 +50,8 @@ class Run:
         # is done one case at a time even while several workers run cases.
         self.checking = threading.Lock()
         self.phases: dict[str, float] = {}  # seconds by phase, for GradeResult.phase_seconds
+        self.triton_cache: Path | None = None  # shared by this grading's workers (judge.slots.spawn)
+        self.harness = None  # judge.timecheck.HarnessWorker, started early when the grading will be timed
 
     # --- workers -------------------------------------------------------------
 
@@ -69,26 +71,28 @@ class Run:
                 for t in range(self.challenge.trials(case))]
 
     @staticmethod
-    def layout(plan: dict) -> list[tuple[str, str, list[int], str, int, int]]:
+    def layout(plan: dict, with_inputs: bool = True) -> list[tuple[str, str, list[int], str, int, int]]:
         """(kind, name, shape, dtype, guard, guard bits) of each buffer of one
         trial, in the order the worker sends them: outputs (out and inout),
-        then read-only inputs, by name."""
+        then (`with_inputs`) read-only inputs, by name."""
         outs = [("out", n, s["shape"], s.get("dtype", "float32"), OUTPUT_GUARD, GUARD_BITS)
                 for n, s in sorted(plan["outputs"].items())]
         ins = [("in", n, s["shape"], s.get("dtype", "float32"), INPUT_GUARD, POISON_BITS)
                for n, s in sorted(plan["inputs"].items()) if s.get("role", "in") == "in"]
-        return outs + ins
+        return outs + ins if with_inputs else outs
 
-    def reply_bytes(self, plan: dict, trials: int) -> int:
-        return trials * sum((math.prod(shape) + 2 * guard) * 4 for _, _, shape, _, guard, _ in self.layout(plan))
+    def reply_bytes(self, plan: dict, trials: int, with_inputs: bool = True) -> int:
+        return trials * sum((math.prod(shape) + 2 * guard) * 4
+                            for _, _, shape, _, guard, _ in self.layout(plan, with_inputs))
 
-    def unpack(self, plan: dict, blobs: list[bytearray], seeds: list[int]):
+    def unpack(self, plan: dict, blobs: list[bytearray], seeds: list[int], with_inputs: bool = True):
         """Check the worker's buffers against the trusted side's knowledge:
-        sizes, guard bands untouched, inputs unchanged. Returns the outputs of
-        each trial and the inputs the judge built, or the rule broken."""
+        sizes, guard bands untouched, inputs unchanged (when sent). Returns
+        the outputs of each trial and the inputs the judge built, or the
+        rule broken."""
         import numpy as np
         import torch
-        layout = self.layout(plan)
+        layout = self.layout(plan, with_inputs)
         sizes = [(math.prod(shape) + 2 * guard) * 4 for _, _, shape, _, guard, _ in layout] * len(seeds)
         if [len(b) for b in blobs] != sizes:
             raise ProtocolError(f"expected buffers of {sizes} bytes, got {[len(b) for b in blobs]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -173,7 +174,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
         with console.status(f"grading {path} …"):
             result = grade(path, options)
         render(result, console)
-    sys.exit(0 if result.verdict.value == "accepted" else 1)
+    _finish(0 if result.verdict.value == "accepted" else 1)
 
 
 @main.command()
@@ -220,7 +221,7 @@ def check(path, challenge_name, gpu, as_json, seed, device, workers):
         with console.status(f"checking {path} as LeetGPU's {gpu.upper()} would …"):
             outcome = checking.answer(challenge, path, grade(path, options), gpu)
         render_check(outcome, console)
-    sys.exit(0 if outcome.leetgpu.verdict == "accepted" else 1)
+    _finish(0 if outcome.leetgpu.verdict == "accepted" else 1)
 
 
 # Class grading (judge/batch, judge/export): judge batch, judge export, judge gradescope.
@@ -231,5 +232,28 @@ main.add_command(_batch)
 main.add_command(_export)
 main.add_command(_gradescope)
 
+_quick_exit = [False]
+
+
+def _finish(code: int) -> None:
+    """End a command whose result is printed and nothing is left to write:
+    the console script then exits without tearing down the judge's CUDA
+    context and Triton's state (seconds, on a GPU)."""
+    _quick_exit[0] = True
+    sys.exit(code)
+
+
+def entry() -> None:
+    """The `judge` console script: main(), ending quickly where _finish said so."""
+    try:
+        main()
+    except SystemExit as exc:
+        if not _quick_exit[0]:
+            raise
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exc.code if isinstance(exc.code, int) else 1)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

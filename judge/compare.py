@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:  # imported where used: loading a challenge must not wait for torch
+    import torch
 
 SHOWN_MISMATCHES = 5
 NONFINITE = "{} NaN/inf outputs where the expected value is finite"
@@ -33,6 +36,7 @@ class Expected:
     def float32(self) -> torch.Tensor:
         """The float32 reference LeetGPU compares with: the library's float32
         result when the reference gave one, else the truth rounded to float32."""
+        import torch
         if self.fp32 is not None:
             return self.fp32
         return self.exact.to(torch.float32) if self.exact.is_floating_point() else self.exact
@@ -83,12 +87,14 @@ class Comparison(BaseModel):
 
 def flat(trials: list[Trial], which=lambda t: t.expected.exact) -> tuple[torch.Tensor, torch.Tensor]:
     """(got, reference) of every trial, flattened and widened to float64."""
+    import torch
     got = torch.cat([t.got.reshape(-1).to(torch.float64) for t in trials])
     ref = torch.cat([which(t).reshape(-1).to(torch.float64) for t in trials])
     return got, ref
 
 
 def basic_stats(trials: list[Trial]) -> Stats:
+    import torch
     got, exact = flat(trials)
     finite = torch.isfinite(got)
     nonfinite = int((~finite & torch.isfinite(exact)).sum())
@@ -103,6 +109,7 @@ def basic_stats(trials: list[Trial]) -> Stats:
 
 def mismatch_list(mask: torch.Tensor, trials: list[Trial], shown_expected) -> tuple[int, list[Mismatch]]:
     """How many elements `mask` marks, and the first few as (trial, index, got, expected)."""
+    import torch
     count = int(mask.sum())
     first: list[Mismatch] = []
     if count:
@@ -125,6 +132,7 @@ def against(trials: list[Trial], got: torch.Tensor, reference: torch.Tensor, all
     """Elements further than `allowed` from `reference`, or NaN/inf where it is
     finite: how many, the first few, and the worst |got − reference| / allowed
     (infinite when an output is NaN/inf)."""
+    import torch
     finite = torch.isfinite(got)
     diff = torch.where(finite, (got - reference).abs(), torch.zeros_like(got))
     bad = (~finite | (diff > allowed)) & torch.isfinite(reference)

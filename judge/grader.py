@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
+import shutil
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -83,8 +85,14 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
     fresh process that has run nothing of any submission yet."""
     from . import challenge as challenges
     challenge = challenges.load(options.challenge)
-    return [spawn(Path(path), options.device or guess_device(), options.limits, options.hidden_paths)
+    cache = shared_cache()
+    return [spawn(Path(path), options.device or guess_device(), options.limits, options.hidden_paths, cache)
             for _ in range(slot_count(options, len(challenge.functional) + 2))]
+
+
+def shared_cache() -> Path:
+    """A Triton cache folder for the workers of one grading."""
+    return Path(tempfile.mkdtemp(prefix="judge-triton-"))
 
 
 def grade(path: str | os.PathLike, options: GradeOptions | None = None,
@@ -110,7 +118,9 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     started = time.monotonic()
     # Start the workers before importing torch here: both take seconds.
     guess = options.device or guess_device()
-    early = list(prestarted) if prestarted else [spawn(path, guess, options.limits, options.hidden_paths)
+    cache = prestarted[0].triton_cache if prestarted else None
+    cache = cache or shared_cache()
+    early = list(prestarted) if prestarted else [spawn(path, guess, options.limits, options.hidden_paths, cache)
                                                  for _ in range(slot_count(options, len(challenge.functional) + 2))]
     try:
         device = choose_device(options.device)
@@ -125,9 +135,15 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
             # (With a GPU they stay compiled, and CPU-mode truth borrows it.)
             os.environ["TRITON_INTERPRET"] = "1"
         run = Run(challenge, path, device, options)
+        run.triton_cache = cache
+        if device == "cuda" and options.time:
+            # The judge's stand-in for measuring its timer's cost starts now,
+            # beside the grading, unless this process measured it lately.
+            run.harness = timed.harness_worker(run)
     except BaseException:
         for worker in early:
             worker.close()
+        shutil.rmtree(cache, ignore_errors=True)
         raise
 
     timing: Timing | None = None
@@ -173,6 +189,9 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     finally:
         for slot in slots:
             slot.stop()
+        if run.harness is not None:
+            run.harness.close()
+        shutil.rmtree(cache, ignore_errors=True)
 
     message = _summary(verdict, results, load_message)
     return GradeResult(

@@ -132,9 +132,10 @@ def _unshare_prefix(unshare: str, pid: bool = False) -> list[str]:
     return [unshare, "--net"] + extra + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["--"]
 
 
-def _bwrap_prefix(scratch: Path, hidden: list[Path], pid: bool = False) -> list[str]:
+def _bwrap_prefix(scratch: Path, hidden: list[Path], pid: bool = False, writable: list[Path] = ()) -> list[str]:
     """Read-only root, private /tmp and network, /dev passed through for the
-    GPU; the scratch folder writable; the secret's and the submission's
+    GPU; the scratch folder (and `writable`: a grading's shared Triton
+    cache) writable; the secret's and the submission's
     folders hidden. What the worker needs from /tmp (a virtualenv, the judge
     itself) comes back read-only."""
     cmd = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
@@ -151,6 +152,8 @@ def _bwrap_prefix(scratch: Path, hidden: list[Path], pid: bool = False) -> list[
         if path.is_dir() and path != Path("/") and not any(
                 keep == path or path in keep.parents for keep in [JUDGE_ROOT, *tmp_needed, Path(sys.prefix)]):
             cmd += ["--tmpfs", str(path)]
+    for path in writable:
+        cmd += ["--bind", str(path), str(path)]
     return cmd + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
 
 
@@ -214,8 +217,12 @@ def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
 class WorkerProcess:
     """One worker child, serving requests for one submission."""
 
-    def __init__(self, submission: Path, device: str, limits: Limits, hidden: list[Path] = ()):
+    def __init__(self, submission: Path, device: str, limits: Limits, hidden: list[Path] = (),
+                 triton_cache: Path | None = None):
         self.submission = Path(submission)
+        # Shared by the workers of one grading (one submission, so nothing
+        # crosses between submissions); else a folder of the worker's own.
+        self.triton_cache = Path(triton_cache) if triton_cache else None
         self.device = device
         self.limits = limits
         self.hidden = [Path(p) for p in hidden]
@@ -235,7 +242,7 @@ class WorkerProcess:
         env.update(
             HOME=str(self.scratch),
             TMPDIR=str(tmp),
-            TRITON_CACHE_DIR=str(self.scratch / "triton-cache"),
+            TRITON_CACHE_DIR=str(self.triton_cache or self.scratch / "triton-cache"),
             PYTHONDONTWRITEBYTECODE="1",
             PYTHONUNBUFFERED="1",
             PYTHONPATH=os.pathsep.join(p for p in (str(JUDGE_ROOT), env.get("PYTHONPATH")) if p),
@@ -248,7 +255,7 @@ class WorkerProcess:
     def _worker_command(self, fd: int) -> list[str]:
         return [sys.executable, "-m", "judge.worker", "--fd", str(fd),
                 "--memory-limit", str(self.limits.host_memory_bytes),
-                "--memory-rlimit", "AS" if self.device == "cpu" else "DATA"]
+                "--memory-rlimit", "AS" if self.device == "cpu" else "DATA", "--device", self.device]
 
     def start(self) -> None:
         target = self.scratch / "submission.py"
@@ -256,7 +263,8 @@ class WorkerProcess:
         parent_sock, child_sock = socket.socketpair()
         cmd = self._worker_command(child_sock.fileno())
         if self.sandbox.tool == "bwrap":
-            cmd = _bwrap_prefix(self.scratch, self.hidden, pid=self.sandbox.pid_namespace) + cmd
+            cmd = _bwrap_prefix(self.scratch, self.hidden, pid=self.sandbox.pid_namespace,
+                                writable=[self.triton_cache] if self.triton_cache else []) + cmd
         elif self.sandbox.tool == "unshare":
             cmd = _unshare_prefix(shutil.which("unshare") or "unshare", pid=self.sandbox.pid_namespace) + cmd
         reaper.become_subreaper()
@@ -334,14 +342,16 @@ class WorkerProcess:
             raise
 
     def request_timed(self, header: dict, call_seed: int, timeout_s: float,
-                      max_blob_bytes: int) -> tuple[dict, list[bytearray], float | None]:
+                      max_blob_bytes: int, keep_buffers: bool = True) -> tuple[dict, list[bytearray], float | None]:
         """A timing request in three steps, so that the judge's own clock
         brackets the timed calls alone: the worker warms up and says so; the
         judge sends the timed calls' seed (none can start before it) and
         starts its clock; the worker times and reports; the clock stops; the
-        buffers follow. Returns (reply, blobs, seconds between go and report);
+        buffers follow (unless not `keep_buffers`). Returns (reply, blobs,
+        seconds between go and report);
         the seconds are None when the worker failed before timing."""
-        deadline = time.monotonic() + timeout_s
+        asked = time.monotonic()
+        deadline = asked + timeout_s
         header = dict(header, await_go=True)
         header.pop("call_seed", None)
         warm, _ = self.request(header, timeout_s, max_blob_bytes=0)
@@ -353,8 +363,14 @@ class WorkerProcess:
         window_s = time.monotonic() - started
         if reply.get("status") != "ok":
             return reply, [], window_s
-        done, blobs = self.request({"op": "buffers"}, max(deadline - time.monotonic(), 1.0), max_blob_bytes)
-        return dict(reply, buffers_status=done.get("status")), blobs, window_s
+        sent = time.monotonic()
+        done, blobs = self.request({"op": "buffers", "discard": not keep_buffers}, max(deadline - sent, 1.0),
+                                   max_blob_bytes)
+        # The judge's clock on each step (phase_seconds); the worker's own
+        # figures ride along as a diagnosis only.
+        clocks = {"warm_up": round(started - asked, 3), "window": round(window_s, 3),
+                  "buffers": round(time.monotonic() - sent, 3), "worker_pack": done.get("pack_s")}
+        return dict(reply, buffers_status=done.get("status"), clocks=clocks), blobs, window_s
 
     def output(self) -> tuple[str, str]:
         """What the worker printed; complete once it has been closed (before

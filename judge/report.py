@@ -106,7 +106,9 @@ def render(result: GradeResult, console: Console | None = None) -> None:
             peak = f" ({t.percent_of_bandwidth:.0f}% of the GPU's bandwidth)" if t.percent_of_bandwidth else ""
             rates.append(f"[bold]{t.gbps:.0f} GB/s[/]{peak}")
         console.print(f"Latency: [bold]{t.median_ms:.3f} ms[/] median of {t.reps} calls over {t.sets} input sets "
-                      f"(min {t.min_ms:.3f}, mean {t.mean_ms:.3f}, ±{t.sem_ms:.3f} s.e.)"
+                      f"(min {t.min_ms:.3f}, mean {t.mean_ms:.3f}"
+                      + (f", median ±{t.median_ci_ms:.3f} at 95%" if t.median_ci_ms is not None else "")
+                      + ")"
                       + "".join(f" · {r}" for r in rates))
         gpu = t.gpu_after
         if gpu.get("available"):

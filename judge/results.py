@@ -43,6 +43,7 @@ class Timing(BaseModel):
     mean_ms: float
     min_ms: float
     sem_ms: float
+    median_ci_ms: float | None = None  # half-width of a ~95% confidence interval of the median
     reps: int
     sets: int
     l2_flush_bytes: int

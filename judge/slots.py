@@ -1,7 +1,10 @@
 """The workers of one grading and how cases are spread over them.
 
-Small cases run side by side, one slot (a worker process, restarted after
-it dies) each; large cases and the timing run alone in the first slot.
+Cases run side by side, one slot (a worker process, restarted after it
+dies) each: the first slot runs the large cases (one at a time, in a worker
+of their own) while the others start on the small ones, grouped so that a
+kernel's specialization compiles in one worker only; the timing runs alone,
+in the first slot, after every case.
 Results are reported as a one-at-a-time run in challenge order would give
 them, so a file's verdict does not depend on how many workers ran it.
 """
@@ -27,6 +30,10 @@ if TYPE_CHECKING:
     from .grader import GradeOptions
 
 
+COMPILE_COST = 1.0  # relative cost of a new specialization in a worker (compiling, ~0.5-1 s on the H100)
+RUN_COST = 0.1  # relative cost of running and checking one small case once compiled
+
+
 class Slot:
     """One worker process of a grading: started on demand, restarted after
     its worker died, stopped with its output kept."""
@@ -42,7 +49,7 @@ class Slot:
             return None
         run = self.run
         if self.worker is None:
-            self.worker = spawn(run.path, run.device, run.limits, run.options.hidden_paths)
+            self.worker = spawn(run.path, run.device, run.limits, run.options.hidden_paths, run.triton_cache)
         arg_names = [a.name for a in run.challenge.signature]
         try:
             reply, _ = self.worker.request(
@@ -72,13 +79,16 @@ class Slot:
             self.worker, self.loaded = None, False
 
 
-def spawn(path: Path, device: str, limits: Limits, extra_hidden: list[str] = ()) -> WorkerProcess:
-    """A started worker for the submission at `path` (not loaded yet)."""
+def spawn(path: Path, device: str, limits: Limits, extra_hidden: list[str] = (),
+          triton_cache: Path | None = None) -> WorkerProcess:
+    """A started worker for the submission at `path` (not loaded yet).
+    `triton_cache`: a Triton cache folder shared by the workers of one
+    grading (one submission), so a kernel one compiled the others reuse."""
     # Hidden from a sandboxed worker: the secret, the folder the submission
     # came from (its neighbours may be other students' files), and whatever
     # the caller adds (a batch: its results store and the class folder).
     hidden = [case_data.secret_path().parent, path.resolve().parent, *map(Path, extra_hidden)]
-    worker = WorkerProcess(path, device, limits, hidden=hidden)
+    worker = WorkerProcess(path, device, limits, hidden=hidden, triton_cache=triton_cache)
     worker.start()
     return worker
 
@@ -94,9 +104,8 @@ def slot_count(options: "GradeOptions", cases: int) -> int:
 
 
 def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> tuple[list[CaseResult], str]:
-    """Run the cases: the small ones spread over the slots' workers (each
-    worker compiles its own kernels, in parallel), then the large ones, one
-    at a time, in the first slot. Results are reported as a one-at-a-time
+    """Run the cases: the large ones one at a time in the first slot, the
+    small ones spread over every slot's worker (judge.slots.assign). Results are reported as a one-at-a-time
     run in challenge order would give them: a case that stops the run stops
     every later case (those already run in parallel are reported not run),
     and every earlier one still runs. Returns the results and, when the file
@@ -117,7 +126,7 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
     stop_at = [len(ordered)]  # index of the first case that stopped the run
     lock = threading.Lock()
     large = [i for i, (case, _) in enumerate(ordered) if run.is_large(case)]
-    queue = deque(i for i in range(len(ordered)) if i not in large)
+    queues = assign([i for i in range(len(ordered)) if i not in large], ordered, run, len(slots), len(large))
 
     def run_one(index: int, slot: Slot) -> None:
         case, kind = ordered[index]
@@ -133,25 +142,35 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
             with lock:
                 stop_at[0] = min(stop_at[0], index)
 
-    def serve(slot: Slot) -> None:
-        while True:
-            with lock:
-                if not queue or queue[0] >= stop_at[0]:  # the queue is in challenge order
-                    return
-                index = queue.popleft()
+    def next_index(own: deque) -> int | None:
+        """The slot's next case in challenge order; when its own are done,
+        the last case of the longest other queue (no worker idles while
+        another has a backlog)."""
+        with lock:
+            if own and own[0] < stop_at[0]:
+                return own.popleft()
+            own.clear()  # every case left in it comes after the stop
+            donor = max(queues, key=len)
+            if len(donor) > 1 and donor[-1] < stop_at[0]:
+                return donor.pop()
+            return None
+
+    def serve(number: int, slot: Slot) -> None:
+        if number == 0:  # the large cases, alone in their worker, beside the small ones
+            clock = time.monotonic()
+            for index in large:
+                if index < stop_at[0]:
+                    run_one(index, slot)
+            if large:
+                run.phases["large_cases"] = round(time.monotonic() - clock, 3)
+        while (index := next_index(queues[number])) is not None:
             run_one(index, slot)
 
     clock = time.monotonic()
-    in_threads([lambda slot=slot: serve(slot) for slot in slots])
+    in_threads([lambda n=n, slot=slot: serve(n, slot) for n, slot in enumerate(slots)])
     for slot in slots[1:]:
-        slot.stop()  # the large cases and the timing run alone
-    run.phases["small_cases"] = round(time.monotonic() - clock, 3)
-    clock = time.monotonic()
-    for index in large:
-        if index < stop_at[0]:
-            run_one(index, slots[0])
-    if large:
-        run.phases["large_cases"] = round(time.monotonic() - clock, 3)
+        slot.stop()  # the timing runs alone
+    run.phases["cases"] = round(time.monotonic() - clock, 3)
     stop = stop_at[0]
     out = []
     for index, (case, kind) in enumerate(ordered):
@@ -161,6 +180,39 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
         else:
             out.append(results[index])
     return out, ""
+
+
+def specialization(plan: dict) -> tuple:
+    """How Triton would specialise a kernel called with this case's sizes:
+    an integer argument equal to 1, or divisible by 16, compiles a kernel of
+    its own. Cases of one class share their compiled kernels."""
+    return tuple("1" if v == 1 else "16" if v % 16 == 0 else "n"
+                 for v in (int(item["value"]) for item in plan["call"] if item["role"] == "dim"))
+
+
+def assign(small: list[int], ordered: list[tuple[Case, str]], run: Run, slots: int, large: int) -> list[deque]:
+    """Each slot's queue of small cases, in challenge order. On a GPU, where
+    compiling dominates a small case, the cases of one specialization class
+    go to one worker (compiled once, not once per worker), classes spread to
+    even out the estimated load; the first slot starts behind by its large
+    cases. Under the interpreter nothing compiles: the cases are dealt out
+    in turn."""
+    queues = [deque() for _ in range(slots)]
+    if run.device != "cuda":
+        for position, index in enumerate(small):
+            queues[position % slots].append(index)
+        return queues
+    classes: dict[tuple, list[int]] = {}
+    for index in small:
+        plan = case_data.input_plan(run.challenge, ordered[index][0])
+        classes.setdefault(specialization(plan), []).append(index)
+    load = [COMPILE_COST * 2 * large] + [0.0] * (slots - 1)
+    owned: list[list[int]] = [[] for _ in range(slots)]
+    for members in sorted(classes.values(), key=len, reverse=True):
+        target = min(range(slots), key=lambda n: load[n])
+        owned[target] += members
+        load[target] += COMPILE_COST + RUN_COST * len(members)
+    return [deque(sorted(mine)) for mine in owned]
 
 
 def in_threads(tasks: list) -> list:

@@ -47,7 +47,7 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
         # the timed calls alone (judge.timecheck).
         reply, blobs, window_s = slot.worker.request_timed(
             {"op": "time", "plan": plan, "seeds": seeds}, base,
-            run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=run.reply_bytes(plan, len(seeds)))
+            run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=run.reply_bytes(plan, len(seeds), with_inputs=False))
     except (WorkerDied, ProtocolError) as exc:
         failure.status, failure.message = "runtime_error", f"while timing: {exc}"
         slot.stop()
@@ -70,24 +70,35 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
     except (KeyError, TypeError, ValueError) as exc:
         failure.status, failure.message = "runtime_error", f"malformed timing from the worker: {exc}"
         return None, failure
-    outputs, inputs, rule = run.unpack(plan, blobs, final_seeds)
+    _record_steps(run, reply)
+    clock = time.monotonic()
+    # Outputs only: the timer refills every input before every call, so what
+    # solve does to them reaches no other call (and the rule that solve
+    # leaves its inputs alone is checked on every functional case).
+    outputs, inputs, rule = run.unpack(plan, blobs, final_seeds, with_inputs=False)
+    run.phases["timing_unpack"] = round(time.monotonic() - clock, 3)
     if rule:
         failure.status, failure.message = "rejected", rule
         return None, failure
+    clock = time.monotonic()
     for i, (got, made) in enumerate(zip(outputs, inputs)):
         cmp = run.compare([got], [made])
         if not cmp.passed:
             fill(failure, cmp)
             failure.message = f"the output of the timed calls on input set {i} is wrong: {cmp.message}"
             return None, failure
+    run.phases["timing_compare"] = round(time.monotonic() - clock, 3)
+    clock = time.monotonic()
     try:
         stale = stale_calls(run, plan, base, raw["checks"])
+        run.phases["timing_call_sums"] = round(time.monotonic() - clock, 3)
         median = float(raw["median_ms"])
         flops, moved = challenge.flop_count(case), challenge.byte_count(case)
         gbps = moved / (median * 1e-3) / 1e9 if moved else None
         peak = gpuinfo.peak_bandwidth_gbps()
         timing = Timing(**{k: raw[k] for k in ("median_ms", "mean_ms", "min_ms", "sem_ms", "reps",
                                                 "l2_flush_bytes", "sets", "warmup_calls")},
+                        median_ci_ms=raw.get("median_ci_ms"),
                         tflops=flops / (median * 1e-3) / 1e12 if flops else None,
                         gbps=gbps, percent_of_bandwidth=100 * gbps / peak if gbps and peak else None,
                         gpu_before=before, gpu_after=after,
@@ -104,13 +115,40 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
     # The reported latency against the judge's own clock, less the timer's
     # own work, measured here on the same GPU and shapes.
     clock = time.monotonic()
-    rule = timecheck.check(raw, window_s, timecheck.harness_cost(plan, seeds, device=run.device))
+    if run.harness is not None:
+        harness = run.harness.cost(plan, seeds, device=run.device, limits=run.limits)
+    else:
+        harness = timecheck.harness_cost(plan, seeds, device=run.device, limits=run.limits)
+    rule = timecheck.check(raw, window_s, harness)
     run.phases["timing_clock_check"] = round(time.monotonic() - clock, 3)
     if median <= 0 or rule:
         failure.status = "rejected"
         failure.message = rule or f"{timecheck.RULE}: the worker reported a latency of {median} ms"
         return None, failure
     return timing, None
+
+
+def harness_worker(run: Run):
+    """A judge.timecheck.HarnessWorker for the performance case, or None
+    when this process has its timer's cost on that plan measured lately."""
+    plan = case_data.input_plan(run.challenge, run.challenge.performance)
+    if timecheck.is_cached(plan, TIMED_SETS, run.device):
+        return None
+    return timecheck.HarnessWorker(run.device, run.limits)
+
+
+def _record_steps(run: Run, reply: dict) -> None:
+    """Where the timing request's seconds went, for phase_seconds: the
+    judge's clock on each step, and the worker's own figures (diagnosis
+    only: nothing is decided on them)."""
+    steps = dict(reply.get("clocks") or {})
+    worker = reply.get("steps") if isinstance(reply.get("steps"), dict) else {}
+    raw = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}
+    steps.update({f"worker_{k}": v for k, v in worker.items()})
+    steps.update(worker_warmup=raw.get("warmup_wall_s"), worker_timed=raw.get("timed_wall_s"))
+    for name, value in steps.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            run.phases[f"timing_{name}"] = round(float(value), 3)
 
 
 def stale_calls(run: Run, plan: dict, base: int, checks: list) -> list[int]:

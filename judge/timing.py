@@ -23,8 +23,9 @@ for the baselines (in the judge).
   (an idle GPU boosts its clocks, and a benchmark that runs back to back,
   such as triton.testing.do_bench, would measure it slower).
 * Adaptive repeats: at least `min_reps` calls and `min_time_s` of timed GPU
-  time, then until the standard error of the mean is within `target_sem` of
-  the median or `budget_s` is spent.
+  time, then until the median is known to within `target` (the half-width
+  of its ~95% confidence interval, from order statistics: robust to a few
+  slow calls) or `budget_s` is spent.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import time
 from typing import Callable, Sequence
 
 POISON = float("nan")
-METHOD = "2"  # bumped when the method changes: cached baselines of another method are not reused
+METHOD = "3"  # bumped when the method changes: cached baselines of another method are not reused
 GROUP_GPU_S = 0.05  # GPU time queued between two host synchronisations
 
 
@@ -47,11 +48,26 @@ def l2_flush_buffer():
     return torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
 
 
+def median_halfwidth(times: list[float]) -> float:
+    """Half the width of a ~95% confidence interval of the median, from the
+    order statistics n/2 ± 0.98·√n (distribution-free: a few slow calls
+    widen it by their rank, not by their size, as they would the standard
+    error of the mean). Infinite below 6 samples."""
+    n = len(times)
+    if n < 6:
+        return math.inf
+    ordered = sorted(times)
+    spread = 0.98 * math.sqrt(n)
+    low, high = max(0, math.floor(n / 2 - spread)), min(n - 1, math.ceil(n / 2 + spread))
+    return (ordered[high] - ordered[low]) / 2
+
+
 def summarise(times: list[float]) -> dict:
     median = statistics.median(times)
     sem = statistics.stdev(times) / math.sqrt(len(times)) if len(times) > 1 else 0.0
+    half = median_halfwidth(times)
     return {"median_ms": median, "mean_ms": statistics.fmean(times), "min_ms": min(times),
-            "sem_ms": sem, "reps": len(times)}
+            "sem_ms": sem, "median_ci_ms": half if math.isfinite(half) else None, "reps": len(times)}
 
 
 def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None,
@@ -59,7 +75,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
             streams: Callable[[], set] = set, judge_side: Callable = contextlib.nullcontext,
             around_call: Callable = contextlib.nullcontext, ready: Callable[[], None] | None = None,
             min_reps: int = 10, max_reps: int = 500, budget_s: float = 3.0,
-            target_sem: float = 0.005, warmup_s: float = 0.5, min_time_s: float = 0.5) -> dict:
+            target: float = 0.005, warmup_s: float = 0.5, min_time_s: float = 0.2) -> dict:
     """Time `calls` (one per buffer set, rotated). `outputs[i]` lists the
     tensors call i writes: each poisoned before the call (where `poison`
     says so: not an in-place argument, which refill has just filled) and
@@ -95,6 +111,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
         warm_calls += len(calls)
         torch.cuda.synchronize()
 
+    warmup_wall = time.monotonic() - warm_from
     if ready is not None:
         ready()
     times: list[float] = []
@@ -139,8 +156,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
         if len(times) >= max(min_reps, len(calls)):
             if time.monotonic() - started > budget_s:
                 break
-            stats = summarise(times)
-            if sum(times) >= 1000 * min_time_s and stats["sem_ms"] <= target_sem * stats["median_ms"]:
+            if sum(times) >= 1000 * min_time_s and median_halfwidth(times) <= target * statistics.median(times):
                 break
         # Later groups queue about GROUP_GPU_S of work: few host waits.
         per_call_s = max(statistics.median(times) / 1000, 1e-6)
@@ -151,5 +167,6 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
             totals = torch.stack(sums).tolist()
         checks = [[r, r % len(calls), total, weighted] for r, (total, weighted) in enumerate(totals)]
     return dict(summarise(times), l2_flush_bytes=flush.numel() * 4, sets=len(calls), warmup_calls=warm_calls,
-                groups=groups, total_ms=sum(times),
+                groups=groups, total_ms=sum(times), warmup_wall_s=round(warmup_wall, 3),
+                timed_wall_s=round(time.monotonic() - started, 3),
                 checks=checks, last_call=[last_call.get(i) for i in range(len(calls))])

@@ -53,12 +53,15 @@ def _prestart(request: dict | None) -> None:
 
 
 def _drop_ahead() -> None:
+    import shutil
     for workers in _ahead.values():
         for worker in workers:
             try:
                 worker.close()
             except Exception:  # noqa: BLE001
                 pass
+            if worker.triton_cache:  # the grading that would have removed it never ran
+                shutil.rmtree(worker.triton_cache, ignore_errors=True)
     _ahead.clear()
 
 

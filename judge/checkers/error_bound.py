@@ -28,12 +28,14 @@ fp16), ~0.75·2⁻⁸ for bf16, under 2⁻¹⁷ for float32 kernels. The diagnos
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict
 
 from ..compare import NONFINITE, Comparison, Stats, Trial, against
+
+if TYPE_CHECKING:  # imported where used: loading a challenge must not wait for torch
+    import torch
 
 U32 = 2.0**-24  # unit roundoff of float32
 TF32_UNIT = 2.0**-11  # 10 stored mantissa bits
@@ -55,6 +57,7 @@ def _root_n(n: int) -> float:
 
 
 def _flat(trials: list[Trial]):
+    import torch
     if any(t.expected.abs_scale is None or t.expected.sq_scale is None for t in trials):
         raise ValueError("error-bound checkers need a reference that returns error scales "
                          "(Expected.abs_scale and sq_scale)")
@@ -67,6 +70,7 @@ def _flat(trials: list[Trial]):
 
 
 def statistics(trials: list[Trial]) -> Stats:
+    import torch
     got, exact, p1, p2sq, n = _flat(trials)
     finite = torch.isfinite(got)
     nonfinite = int((~finite & torch.isfinite(exact)).sum())
@@ -126,6 +130,7 @@ class Fp32Bound(BaseModel):
     normwise_multiple: float = 4.0  # float32 kernels reach ~0.5, TF32 ≥ 50 on zero-mean data
 
     def elementwise_bound(self, trials: list[Trial]) -> torch.Tensor:
+        import torch
         _, _, p1, _, n = _flat(trials)
         return self.elementwise_multiple * U32 * _root_n(n) * p1 + n * TINY
 

@@ -3,12 +3,14 @@ correct kernel only moves (copies, transposes, permutations, ReLU)."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict
 
 from ..compare import NONFINITE, Comparison, Trial, basic_stats, mismatch_list
+
+if TYPE_CHECKING:  # imported where used: loading a challenge must not wait for torch
+    import torch
 
 
 class Exact(BaseModel):
@@ -17,6 +19,7 @@ class Exact(BaseModel):
     summary: ClassVar[str] = "bitwise equal to the exact result"
 
     def compare(self, trials: list[Trial]) -> Comparison:
+        import torch
         got = torch.cat([t.got.reshape(-1) for t in trials])
         ref = torch.cat([t.expected.float32().reshape(-1).to(got.dtype) for t in trials])
         if got.is_floating_point():

@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--memory-limit", type=int, default=0, help="bytes of host memory")
     parser.add_argument("--memory-rlimit", choices=["AS", "DATA"], default="AS")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="warm this device up first")
     ns = parser.parse_args(argv)
     if os.getpid() == 1:
         _stay_init(ns)
@@ -56,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     # request, overlaps the seconds it takes with the judge's own start.
     import torch  # noqa: F401  pyflakes: ignore
     import triton  # noqa: F401  pyflakes: ignore
+    from judge.worker import warmup
+    warmup.warm(ns.device)  # before any request: nothing of a submission has run
     from judge.worker.server import Worker
     sock = socket.socket(fileno=ns.fd)
     Worker(sock).serve()
