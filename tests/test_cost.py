@@ -1,0 +1,105 @@
+"""What makes a grading cheaper without changing what it decides: how the
+cases are spread over the workers, the timer's stopping rule, the workers
+starting before the judge imports torch, one grading's shared Triton cache."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from judge import cases as case_data
+from judge import challenge as challenges
+from judge.isolation import Limits, WorkerProcess
+from judge.slots import assign, specialization
+from judge.timing import median_halfwidth
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ordered(name: str):
+    ch = challenges.load(name)
+    return ch, [(ch.example, "example")] + [(c, "functional") for c in ch.functional]
+
+
+def test_specialization_follows_tritons_integer_rule():
+    plan = {"call": [{"role": "in"}, {"role": "dim", "value": 1}, {"role": "dim", "value": 4096},
+                     {"role": "dim", "value": 17}, {"role": "out"}]}
+    assert specialization(plan) == ("1", "16", "n")
+
+
+@pytest.mark.parametrize("slots", [1, 3, 4])
+def test_on_a_gpu_each_specialization_compiles_in_one_worker(slots):
+    ch, ordered = _ordered("matrix_multiplication")
+    run = SimpleNamespace(device="cuda", challenge=ch)
+    small = list(range(len(ordered)))
+    queues = assign(small, ordered, run, slots, large=2)
+    dealt = [i for q in queues for i in q]
+    assert sorted(dealt) == small  # every case once
+    assert all(list(q) == sorted(q) for q in queues)  # each queue in challenge order
+    owner = {}
+    for number, queue in enumerate(queues):
+        for index in queue:
+            key = specialization(case_data.input_plan(ch, ordered[index][0]))
+            assert owner.setdefault(key, number) == number, key  # one worker per class
+    if slots > 1:
+        assert all(queues[1:])  # nobody idles from the start
+
+
+def test_under_the_interpreter_the_cases_are_dealt_in_turn():
+    ch, ordered = _ordered("relu")
+    run = SimpleNamespace(device="cpu", challenge=ch)
+    queues = assign(list(range(len(ordered))), ordered, run, 3, large=0)
+    assert sorted(i for q in queues for i in q) == list(range(len(ordered)))
+    sizes = Counter(len(q) for q in queues)
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_median_interval_is_robust_to_a_few_slow_calls():
+    steady = [10.0 + 0.01 * (i % 5) for i in range(60)]
+    spiky = list(steady)
+    spiky[::20] = [500.0] * 3  # three calls 50x slower (a pause of the host, say)
+    assert median_halfwidth(steady) <= 0.005 * 10
+    assert median_halfwidth(spiky) <= 0.005 * 10  # their rank moves the interval, not their size
+    assert median_halfwidth([1.0, 2.0]) == float("inf")  # too few to say
+
+
+def test_loading_a_challenge_and_the_grader_does_not_import_torch():
+    """The workers of a grading start before the judge imports torch (seconds
+    each): nothing on the way to their start may import it."""
+    code = ("import sys, judge.cli, judge.grader\n"
+            "from judge import challenge\n"
+            "for name in challenge.available(): challenge.load(name)\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_gradings_workers_share_one_triton_cache(tmp_path):
+    cache = tmp_path / "triton"
+    cache.mkdir()
+    shared = WorkerProcess(ROOT / "submissions" / "correct" / "grid_2d.py", "cpu", Limits(), triton_cache=cache)
+    alone = WorkerProcess(ROOT / "submissions" / "correct" / "grid_2d.py", "cpu", Limits())
+    try:
+        assert shared._env()["TRITON_CACHE_DIR"] == str(cache)
+        assert alone._env()["TRITON_CACHE_DIR"] == str(alone.scratch / "triton-cache")
+        assert "--device" in shared._worker_command(3) and "cpu" in shared._worker_command(3)
+    finally:
+        shared.close()
+        alone.close()
+
+
+def test_the_judges_stand_in_submission_runs_anywhere():
+    """judge/worker/null_solve.py, timed by the judge to learn its timer's
+    cost: any arguments, one launch (here under the interpreter)."""
+    code = ("import os; os.environ['TRITON_INTERPRET'] = '1'\n"
+            "import importlib.util, torch\n"
+            "spec = importlib.util.spec_from_file_location('n', 'judge/worker/null_solve.py')\n"
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            "m.solve(torch.zeros(4), torch.zeros(4), 4); m.solve(); print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
