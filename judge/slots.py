@@ -157,6 +157,9 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
 
     def serve(number: int, slot: Slot) -> None:
         if number == 0:  # the large cases, alone in their worker, beside the small ones
+            own = queues[0]
+            if own and own[0] == 0:  # the example first: most broken files stop there
+                run_one(own.popleft(), slot)
             clock = time.monotonic()
             for index in large:
                 if index < stop_at[0]:
@@ -208,7 +211,13 @@ def assign(small: list[int], ordered: list[tuple[Case, str]], run: Run, slots: i
         classes.setdefault(specialization(plan), []).append(index)
     load = [COMPILE_COST * 2 * large] + [0.0] * (slots - 1)
     owned: list[list[int]] = [[] for _ in range(slots)]
-    for members in sorted(classes.values(), key=len, reverse=True):
+    # The first case's class goes to the first slot, which runs it before the
+    # large cases: a file that fails at once (a rule, a crash) stops there.
+    first = next((members for members in classes.values() if small and small[0] in members), None)
+    if first is not None:
+        owned[0] += first
+        load[0] += COMPILE_COST + RUN_COST * len(first)
+    for members in sorted((m for m in classes.values() if m is not first), key=len, reverse=True):
         target = min(range(slots), key=lambda n: load[n])
         owned[target] += members
         load[target] += COMPILE_COST + RUN_COST * len(members)

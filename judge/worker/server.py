@@ -153,6 +153,10 @@ class Worker:
         self.device = msg["device"]
         if self.device == "cuda":
             import torch
+            if not msg.get("emulate_tf32", True):
+                # A GPU without TF32 asked for (LeetGPU's T4): a tl.dot left
+                # at its default precision computes in IEEE float32 here too.
+                os.environ["TRITON_F32_DEFAULT"] = "ieee"
             torch.cuda.init()
             fraction = msg.get("gpu_memory_fraction")
             if fraction:
