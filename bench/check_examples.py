@@ -2,7 +2,7 @@
 for the GPU chosen, and ours, next to the verdict each file's expected.toml
 declares (under the challenge's default policy).
 
-    python bench/check_examples.py --out DIR [--only TEXT] [--gpus h100 t4] [--t4-only TEXT]
+    python bench/check_examples.py --out DIR [--only TEXT...] [--gpus h100 t4] [--t4-only TEXT]
 
 Each file is graded as `judge check` grades it (LeetGPU's policy, ours
 alongside), without timing: the answers do not depend on it. `--gpus`: the
@@ -71,7 +71,7 @@ def markdown(report: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--only", default="", help="only files whose path contains this")
+    ap.add_argument("--only", nargs="*", default=[""], help="only files whose path contains one of these")
     ap.add_argument("--gpus", nargs="+", default=["h100", "t4"], choices=sorted(checking.GPUS))
     ap.add_argument("--t4-only", default="submissions/", help="the second GPU only for paths containing this")
     ap.add_argument("--seed", type=int, default=2026)
@@ -80,7 +80,7 @@ def main() -> int:
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "versions": versions(),
               "seed": ns.seed, "device": None, "rows": []}
     for golden in goldens.examples():
-        if ns.only not in golden.relative():
+        if not any(part in golden.relative() for part in ns.only):
             continue
         for number, gpu in enumerate(ns.gpus):
             if number and ns.t4_only not in golden.relative():
