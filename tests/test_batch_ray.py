@@ -1,6 +1,6 @@
 """The Ray backend on a local CPU Ray cluster: each file is one task, the
-results come back to the one writer. Ray is an optional extra
-(pip install -e ".[ray]"): without it this test is skipped."""
+results come back to the one writer. The test extra installs Ray (CI runs
+this); an install without it skips the test."""
 
 from __future__ import annotations
 
