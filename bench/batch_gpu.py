@@ -2,7 +2,7 @@
 own code, one batch per challenge (each file against its own challenge),
 and record per-submission and whole-batch wall times.
 
-    python bench/batch_gpu.py --out DIR [--gpus all|0,1] [--device cuda] [--only TEXT]
+    python bench/batch_gpu.py --out DIR [--gpus all|0,1] [--device cuda] [--only TEXT ...] [--ray local]
 
 The files: submissions/**/*.py and every challenge's examples/*.py, with
 the verdicts their expected.toml declare (judge.goldens). Each challenge's
@@ -44,7 +44,7 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
         shutil.copyfile(golden.path, folder / f"{file_id(golden)}.py")
         expected[file_id(golden)] = golden
     opts = BatchOptions(folder=folder, out=out, challenge=name, device=ns.device, gpus=ns.gpus, lanes=ns.lanes,
-                        seed=ns.seed, drift=ns.drift)
+                        seed=ns.seed, drift=ns.drift, ray=ns.ray)
     started = time.monotonic()
     outcome = run_batch(opts, Display)
     wall = time.monotonic() - started
@@ -97,12 +97,13 @@ def main() -> int:
     ap.add_argument("--lanes", type=int, default=1, help="CPU lanes (CPU mode only)")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--drift", default="auto", help="auto (GPU: the first accepted example), none or a file")
-    ap.add_argument("--only", default="", help="only files whose path contains this")
+    ap.add_argument("--only", nargs="*", default=[], help="only files whose path contains one of these")
+    ap.add_argument("--ray", default=None, help="grade through the Ray backend: local, auto or an address")
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
     by_challenge = defaultdict(list)
     for golden in goldens.examples():
-        if ns.only in golden.relative():
+        if not ns.only or any(part in golden.relative() for part in ns.only):
             by_challenge[golden.challenge].append(golden)
     started = time.monotonic()
     batches = []

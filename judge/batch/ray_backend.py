@@ -31,7 +31,9 @@ def _grade_shipped(job_key: str, name: str, source: bytes, options: dict) -> dic
         except OSError:
             pass
     import socket
-    reply["node"] = socket.gethostname()
+    # Ray gives a task with num_gpus=1 its GPU through CUDA_VISIBLE_DEVICES.
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
+    reply["node"] = socket.gethostname() + (f"/gpu{gpu}" if gpu else "")
     return reply
 
 
