@@ -47,6 +47,7 @@ class Timing(BaseModel):
     reps: int
     sets: int
     l2_flush_bytes: int
+    head_start_s: float = 0.0  # GPU busy-wait before each timed call, covering the host's launch path
     warmup_calls: int = 0  # untimed calls, back to back, before the timed ones
     tflops: float | None  # when the challenge counts flops
     gbps: float | None = None  # when it counts bytes moved

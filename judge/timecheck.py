@@ -12,8 +12,9 @@ run the submission's kernels faster than they run, so
 
     window  ≈  reported total  +  the timer's own work per call × calls  +  a few host waits
 
-The timer's own work (refill with fresh data, poison, L2 flush, output sums,
-host launch gaps, and arming the rules around each call, which the worker's
+The timer's own work (refill with fresh data, poison, L2 flush, the head
+start of a short kernel's calls, output sums, host launch gaps, and arming
+the rules around each call, which the worker's
 audit hook makes dearer than it would be in the judge) is what the judge
 measures itself: it times its own stand-in submission (one empty kernel
 launch) in a fresh worker, by the same request, on the same GPU and shapes.
@@ -78,7 +79,7 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
         timed = reply["timing"]
         events_s = float(timed["mean_ms"]) * int(timed["reps"]) / 1000
         cost = {"per_call_s": max(0.0, window - events_s) / int(timed["reps"]), "sync_s": 0.0,
-                "reps": int(timed["reps"])}
+                "reps": int(timed["reps"]), "head_start_s": float(timed.get("head_start_s") or 0.0)}
     finally:
         worker.close()
     _cache[key] = (time.monotonic(), cost)
@@ -133,7 +134,22 @@ def check(reported: dict, window_s: float | None, harness: dict) -> str | None:
     if total_s > window_s * OVER_REPORT + 0.05:
         return (f"{RULE}: the reported timing ({reps} calls, {total_s:.3f} s in all) does not fit in the "
                 f"{window_s:.3f} s the judge's clock saw")
-    overhead = reps * float(harness["per_call_s"]) + groups * float(harness.get("sync_s", 0.0))
+    # The stand-in's calls are short, so they had the timer's head start; a
+    # long kernel's calls have none (judge.timing). A claimed head start is
+    # capped at the stand-in's, and credited only to calls reported shorter
+    # than where the worker stops giving one (with room for the clocks to
+    # move between warm-up and timing): a long kernel claiming one to hide
+    # time would have to report itself short, which the window then betrays.
+    from .timing import GPU_BOUND_S
+    head = float(harness.get("head_start_s", 0.0))
+    try:
+        claimed = min(max(float(reported.get("head_start_s") or 0.0), 0.0), head)
+    except (TypeError, ValueError):
+        claimed = 0.0
+    if total_s / reps >= 1.5 * GPU_BOUND_S:
+        claimed = 0.0
+    per_call = max(0.0, float(harness["per_call_s"]) - head + claimed)
+    overhead = reps * per_call + groups * float(harness.get("sync_s", 0.0))
     accounted = total_s + overhead
     if window_s > accounted * (1 + MARGIN) + FIXED_SLACK_S:
         unexplained = window_s - overhead - FIXED_SLACK_S

@@ -98,7 +98,7 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
         peak = gpuinfo.peak_bandwidth_gbps()
         timing = Timing(**{k: raw[k] for k in ("median_ms", "mean_ms", "min_ms", "sem_ms", "reps",
                                                 "l2_flush_bytes", "sets", "warmup_calls")},
-                        median_ci_ms=raw.get("median_ci_ms"),
+                        median_ci_ms=raw.get("median_ci_ms"), head_start_s=float(raw.get("head_start_s") or 0.0),
                         tflops=flops / (median * 1e-3) / 1e12 if flops else None,
                         gbps=gbps, percent_of_bandwidth=100 * gbps / peak if gbps and peak else None,
                         gpu_before=before, gpu_after=after,

@@ -162,7 +162,8 @@ def test_protocol_deadline_and_eof():
 
 GPU_FIXTURES = FIXTURES / "gpu"
 with (GPU_FIXTURES / "expected.toml").open("rb") as fh:
-    GPU_EXPECTED = {k: v["verdict"] for k, v in tomllib.load(fh).items()}
+    GPU_ENTRIES = tomllib.load(fh)
+GPU_EXPECTED = {k: v["verdict"] for k, v in GPU_ENTRIES.items()}
 
 
 @pytest.mark.gpu
@@ -170,13 +171,19 @@ with (GPU_FIXTURES / "expected.toml").open("rb") as fh:
 @pytest.mark.parametrize("name", sorted(GPU_EXPECTED))
 def test_gpu_fixture_verdict(name):
     limits = SHORT if name in HANGS else LIMITS
-    result = grade(GPU_FIXTURES / name, GradeOptions(device="cuda", seed=7, limits=limits,
-                                                     stop_on_wrong_answer=True))
+    challenge = GPU_ENTRIES[name].get("challenge", "matrix_multiplication")
+    options = GradeOptions(challenge=challenge, device="cuda", seed=7, limits=limits, stop_on_wrong_answer=True)
+    result = grade(GPU_FIXTURES / name, options)
     assert result.verdict.value == GPU_EXPECTED[name], (result.message, [(c.name, c.status) for c in result.cases])
     if name == "side_stream.py":
         # Its kernel takes ~9 ms at 8192×6144×4096; a timer blind to the side
         # stream would see only the launch, some microseconds.
         assert result.latency_ms is not None and result.latency_ms > 2.0
+    if name == "side_stream_head_start.py":
+        # The same kernel as the honest example, on the default stream.
+        honest = grade(FIXTURES.parent.parent / "challenges" / "reduction" / "examples" / "correct_atomic_chunks.py", options)
+        assert honest.latency_ms is not None and result.latency_ms is not None
+        assert result.latency_ms > 0.6 * honest.latency_ms, (result.latency_ms, honest.latency_ms)
 
 
 @pytest.mark.gpu

@@ -129,3 +129,23 @@ def test_timecheck_on_the_gpu(name, honest):
     harness = timecheck.harness_cost(plan, seeds)
     verdict = timecheck.check(reply["timing"], window, harness)
     assert (verdict is None) == honest, (verdict, reply["timing"]["median_ms"], window, harness)
+
+
+def test_timecheck_counts_the_head_start_only_where_the_calls_had_it():
+    """The stand-in's short calls had the timer's head start (judge.timing);
+    a long kernel's calls did not, and a claim beyond the stand-in's is
+    capped, so it buys no room for an under-report."""
+    harness = {"per_call_s": 0.0008, "sync_s": 0.0, "reps": 60, "head_start_s": 0.0005}
+    reps, kernel_s = 200, 0.009
+    window = reps * (kernel_s + 0.0003) + 0.01  # the timer's own work without the head start
+    assert timecheck.check({"reps": reps, "mean_ms": 9.0, "groups": 4, "head_start_s": 0.0}, window, harness) is None
+    # 80% of the truth reported: caught, whatever head start it claims.
+    for claim in (0.0, 0.0005, 5.0, "x"):
+        lie = {"reps": reps, "mean_ms": 7.2, "groups": 4, "head_start_s": claim}
+        assert timecheck.check(lie, window, harness), claim
+    # Reporting itself short enough to be credited one betrays it by far.
+    assert timecheck.check({"reps": reps, "mean_ms": 2.9, "groups": 4, "head_start_s": 0.0005}, window, harness)
+    # A short kernel that had the head start: its window holds it.
+    window = reps * (0.00002 + 0.0008) + 0.005
+    assert timecheck.check({"reps": reps, "mean_ms": 0.02, "groups": 4, "head_start_s": 0.0005}, window,
+                           harness) is None

@@ -23,6 +23,12 @@ from judge.protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
 
 _launches = 0
 _streams: set = set()  # CUDA streams Triton launched on: the timer waits for all of them
+_timer_stream: list = [None]  # while a timed call runs: the stream its start event is on
+
+
+def _fence(stream) -> None:
+    """timing.measure's fence: set around each timed call."""
+    _timer_stream[0] = stream
 
 
 def _take_streams() -> set:
@@ -52,7 +58,13 @@ def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
             if count and not kwargs.get("warmup", False):
                 _launches += 1
                 if cuda:
-                    _streams.add(torch.cuda.current_stream())
+                    stream = torch.cuda.current_stream()
+                    _streams.add(stream)
+                    timer = _timer_stream[0]
+                    if timer is not None and stream != timer:
+                        # A launch on another stream during a timed call starts
+                        # after the call's start event, not in the head start.
+                        stream.wait_stream(timer)
             return original(self, *args, **kwargs)
 
         cls.run = run
@@ -83,6 +95,8 @@ def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int
     pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),
               (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
               (audit, "violations"), (audit, "report")]
+    here = sys.modules[__name__]
+    pairs += [(here, "_fence"), (here, "_timer_stream"), (here, "_take_streams")]
     audit.seal(pairs)
     audit.close_seal()
 
@@ -358,6 +372,7 @@ class Worker:
             # between calls (refill, poison, flush, sums) does not.
             result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=_take_streams,
                                     around_call=self.guard.armed, ready=ready if msg.get("await_go") else None,
+                                    fence=_fence,
                                     **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
             broken = _violations()
