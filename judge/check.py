@@ -57,6 +57,23 @@ def policies(challenge: Challenge) -> tuple[str, str]:
     return ("leetgpu" if "leetgpu" in challenge.tolerance.policies else ours), ours
 
 
+def seen_under(result: GradeResult, policy: str) -> GradeResult:
+    """The same grading as if run under `policy`, one of its also-policies:
+    each case's status and message under it, its own moved to `also` (the
+    verdicts of the other statuses do not depend on a policy). Lets one
+    grading under our policy, with LeetGPU's alongside, answer as `check`."""
+    if result.policy == policy:
+        return result
+    cases = []
+    for case in result.cases:
+        if policy in case.also:
+            status, message = case.also[policy]
+            also = {**{k: v for k, v in case.also.items() if k != policy}, result.policy: (case.status, case.message)}
+            case = case.model_copy(update={"status": status, "message": message, "also": also})
+        cases.append(case)
+    return result.model_copy(update={"cases": cases, "policy": policy})
+
+
 def answer(challenge: Challenge, path: Path, result: GradeResult, gpu: str) -> CheckResult:
     leet_policy, our_policy = policies(challenge)
     source = path.read_text(encoding="utf-8", errors="replace")

@@ -1,12 +1,14 @@
 """Every example submission gets the verdict declared in its expected.toml
 (submissions/ and each challenge's examples/), on the CPU under the
-interpreter (always) and on the GPU (when there is one)."""
+interpreter (always) and on the GPU (when there is one); on the CPU the same
+grading also gives `judge check`'s answer, in LeetGPU's terms and ours."""
 
 from __future__ import annotations
 
 import pytest
 
 from judge import challenge as challenges
+from judge import check as checking
 from judge import goldens
 from judge.grader import GradeOptions, grade
 from judge.isolation import Limits
@@ -36,7 +38,9 @@ def test_every_challenge_has_correct_and_wrong_examples():
 def _check(path: str, device: str):
     golden = GOLDENS[path]
     wanted = golden.verdict
+    leet, ours = checking.policies(challenges.load(golden.challenge))
     result = grade(golden.path, GradeOptions(challenge=golden.challenge, device=device, seed=12345, limits=LIMITS,
+                                             also_policies=[leet] if leet != ours else [],
                                              stop_on_wrong_answer=wanted == "wrong_answer"))
     assert result.verdict.value == wanted, (result.message, [(c.name, c.status, c.message) for c in result.cases])
     ran = [c for c in result.cases if c.status not in ("skipped", "not_run")]
@@ -49,12 +53,29 @@ def _check(path: str, device: str):
     return result
 
 
+def _check_answer(path: str, result) -> None:
+    """`judge check`'s answer from the same grading (LeetGPU's policy was
+    compared alongside): ours is the expected verdict, LeetGPU's is given in
+    its terms. (On the H100, every example: bench/results/check_examples_h100.md.)"""
+    golden = GOLDENS[path]
+    challenge = challenges.load(golden.challenge)
+    leet, _ = checking.policies(challenge)
+    outcome = checking.answer(challenge, golden.path, checking.seen_under(result, leet), "h100")
+    assert outcome.ours.verdict == golden.verdict, outcome.ours.text
+    assert outcome.leetgpu.verdict in checking.LEETGPU_VERDICTS, outcome.leetgpu
+    assert outcome.leetgpu.text.startswith("LeetGPU (NVIDIA H100"), outcome.leetgpu.text
+    if golden.verdict != "accepted" and golden.verdict != "wrong_answer":
+        # A crash, a time-out, a rule: LeetGPU's run stops there too.
+        assert outcome.leetgpu.verdict == golden.verdict or outcome.leetgpu.verdict == "rejected", outcome.leetgpu
+
+
 @pytest.mark.parametrize("path", sorted(GOLDENS))
 def test_example_verdict_on_cpu(path):
     result = _check(path, "cpu")
     assert result.device == "cpu" and result.latency_ms is None
     if GOLDENS[path].verdict == "accepted":
         assert "GPU" in result.timing_note
+    _check_answer(path, result)
 
 
 @pytest.mark.gpu
