@@ -60,6 +60,7 @@ def main() -> int:
     from judge import challenge as challenges
     from judge import timing
     from judge.worker import server
+    from judge.worker import rules
     from judge.worker.rules import Guard
 
     challenge = challenges.load(ns.challenge)
@@ -97,7 +98,7 @@ def main() -> int:
         for r in range(ns.repeat):
             whole, inner = host_us(calls[0], around)
             timed = timing.measure(calls, outputs=outs, around_call=around, streams=server._take_streams,
-                                   fence=server._fence, min_reps=50, max_reps=500, budget_s=3.0)
+                                   fence=rules.fence, min_reps=50, max_reps=500, budget_s=3.0)
             rows.append({"step": name, "repeat": r, "host_us_armed": round(whole, 1), "host_us_call": round(inner, 1),
                          "median_ms": timed["median_ms"], "min_ms": timed["min_ms"], "reps": timed["reps"]})
             print(json.dumps(rows[-1]), flush=True)

@@ -20,9 +20,9 @@ for the baselines (in the judge).
   path (measured on the H100 for a 15 µs reduction kernel: 0.1-0.25 ms,
   varying from one process to the next). The host path of a call longer
   than the head start is still counted. `fence(stream)` tells the worker's
-  launch hooks the timer's stream while a call runs, so that a kernel sent
-  to another stream waits for the start event rather than running in the
-  head start.
+  launch hook and operator guard the timer's stream while a call runs, so
+  that work sent to another stream waits for the start event rather than
+  running in the head start (judge.worker.rules.after_start).
 * Three sets of buffers, rotated, refilled with fresh data before every
   timed call (`refill`, outside the timed region), so no call can reuse an
   earlier answer whether it caches by pointer or by content; each output is

@@ -149,3 +149,30 @@ def test_timecheck_counts_the_head_start_only_where_the_calls_had_it():
     window = reps * (0.00002 + 0.0008) + 0.005
     assert timecheck.check({"reps": reps, "mean_ms": 0.02, "groups": 4, "head_start_s": 0.0005}, window,
                            harness) is None
+
+
+def test_work_on_another_stream_waits_for_the_timers_stream():
+    """judge.worker.rules.after_start, called by the launch hook and the
+    operator guard: during a timed call (the fence set), work queued on a
+    stream other than the timer's waits for it; otherwise nothing is done."""
+    from judge.worker import rules
+
+    class Stream:
+        def __init__(self):
+            self.waited = []
+
+        def wait_stream(self, other):
+            self.waited.append(other)
+
+    timer, side = Stream(), Stream()
+    rules.after_start(side)
+    assert side.waited == []
+    rules.fence(timer)
+    try:
+        rules.after_start(timer)
+        rules.after_start(side)
+    finally:
+        rules.fence(None)
+    assert timer.waited == [] and side.waited == [timer]
+    rules.after_start(side)
+    assert side.waited == [timer]

@@ -59,6 +59,24 @@ MODE_SWITCHES = (("torch._C", "_DisableTorchDispatch"),
                  ("torch.utils._python_dispatch", "_pop_mode_temporarily"))
 
 
+# While a timed call runs (judge.timing's fence): the stream its start event is on.
+TIMER_STREAM: list = [None]
+
+
+def fence(stream) -> None:
+    """timing.measure's fence: the timer's stream around each timed call, else None."""
+    TIMER_STREAM[0] = stream
+
+
+def after_start(stream) -> None:
+    """Work queued on another stream during a timed call (a Triton launch,
+    a torch operator) waits for the timer's stream, so it cannot run in the
+    head start before the call's start event (judge.timing)."""
+    timer = TIMER_STREAM[0]
+    if timer is not None and stream != timer:
+        stream.wait_stream(timer)
+
+
 class RuleViolation(Exception):
     """Raised inside solve when it breaks a rule (solve may swallow it; the
     guard remembers the first violation either way)."""
@@ -118,6 +136,9 @@ class Guard:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 guard.check_op(func, args, kwargs, guard.inside_triton())
+                if TIMER_STREAM[0] is not None:
+                    import torch
+                    after_start(torch.cuda.current_stream())
                 return func(*args, **kwargs)
 
         return OpGuard()

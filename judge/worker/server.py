@@ -23,12 +23,6 @@ from judge.protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
 
 _launches = 0
 _streams: set = set()  # CUDA streams Triton launched on: the timer waits for all of them
-_timer_stream: list = [None]  # while a timed call runs: the stream its start event is on
-
-
-def _fence(stream) -> None:
-    """timing.measure's fence: set around each timed call."""
-    _timer_stream[0] = stream
 
 
 def _take_streams() -> set:
@@ -48,6 +42,8 @@ def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
     import torch
     from triton.runtime import autotuner, jit
 
+    from judge.worker.rules import after_start
+
     codes, sealed = set(), []
 
     def wrap(cls, count: bool):
@@ -60,11 +56,7 @@ def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
                 if cuda:
                     stream = torch.cuda.current_stream()
                     _streams.add(stream)
-                    timer = _timer_stream[0]
-                    if timer is not None and stream != timer:
-                        # A launch on another stream during a timed call starts
-                        # after the call's start event, not in the head start.
-                        stream.wait_stream(timer)
+                    after_start(stream)
             return original(self, *args, **kwargs)
 
         cls.run = run
@@ -89,14 +81,14 @@ def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int
     pairs = list(sealed)
     pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS",
-                                         "MODE_SWITCHES", "RuleViolation")]
+                                         "MODE_SWITCHES", "RuleViolation", "TIMER_STREAM", "fence",
+                                         "after_start")]
     # The guard's methods may not be shadowed on the instance either.
     pairs += [(guard.__dict__, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),
               (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
               (audit, "violations"), (audit, "report")]
-    here = sys.modules[__name__]
-    pairs += [(here, "_fence"), (here, "_timer_stream"), (here, "_take_streams")]
+    pairs += [(sys.modules[__name__], "_take_streams")]
     audit.seal(pairs)
     audit.close_seal()
 
@@ -331,6 +323,7 @@ class Worker:
         import time as clock
 
         from judge import timing
+        from judge.worker import rules
         # Seconds of each step, for the judge's phase_seconds (a diagnosis:
         # reported by the worker, nothing is decided on them).
         began = clock.monotonic()
@@ -372,7 +365,7 @@ class Worker:
             # between calls (refill, poison, flush, sums) does not.
             result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=_take_streams,
                                     around_call=self.guard.armed, ready=ready if msg.get("await_go") else None,
-                                    fence=_fence,
+                                    fence=rules.fence,
                                     **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
             broken = _violations()
