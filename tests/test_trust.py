@@ -176,3 +176,31 @@ def test_work_on_another_stream_waits_for_the_timers_stream():
     assert timer.waited == [] and side.waited == [timer]
     rules.after_start(side)
     assert side.waited == [timer]
+
+
+def test_the_operator_guard_fences_torch_work_during_a_timed_call(monkeypatch):
+    """The operator guard's path to after_start, with the CUDA stream faked
+    (CPU): an allowed operator run on a side stream during a timed call
+    makes that stream wait for the timer's."""
+    import torch
+
+    from judge.worker import rules
+
+    class Stream:
+        def __init__(self):
+            self.waited = []
+
+        def wait_stream(self, other):
+            self.waited.append(other)
+
+    timer, side = Stream(), Stream()
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: side)
+    guard = rules.Guard()
+    rules.fence(timer)
+    try:
+        with guard.armed():
+            torch.zeros(4).fill_(1.0)
+    finally:
+        rules.fence(None)
+    assert guard.violation is None
+    assert side.waited and all(w is timer for w in side.waited)
