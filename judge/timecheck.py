@@ -54,7 +54,7 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     trusted: per call, the judge's window less the events' time. Cached per
     plan for CACHE_S in this process. `worker`: a started, not yet loaded
     WorkerProcess on NULL_SOLVE (HarnessWorker starts one early).
-    Returns {"per_call_s", "sync_s", "reps"}."""
+    Returns {"per_call_s", "sync_s", "reps", "head_start_s"}."""
     from .isolation import Limits, WorkerProcess
     key = _key(plan, len(seeds), device, reps)
     hit = _cache.get(key)
