@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from .slots import Slot
 
 LARGE_CASE_BYTES = 256 << 20  # a case moving more than this runs alone, after the others
+# A reply at least this large crosses by CUDA IPC on a GPU (mapping costs a
+# fraction of a millisecond; the socket moves ~1-2 GB/s).
+SHARE_MIN_BYTES = 4 << 20
 
 
 class Run:
@@ -85,29 +88,40 @@ class Run:
         return trials * sum((math.prod(shape) + 2 * guard) * 4
                             for _, _, shape, _, guard, _ in self.layout(plan, with_inputs))
 
-    def unpack(self, plan: dict, blobs: list[bytearray], seeds: list[int], with_inputs: bool = True):
+    def shares(self, reply_bytes: int) -> bool:
+        """Whether a reply this large should cross by CUDA IPC (judge.cuda_ipc)."""
+        return self.device == "cuda" and self.options.share_gpu_buffers and reply_bytes >= SHARE_MIN_BYTES
+
+    def unpack(self, plan: dict, blobs: list, seeds: list[int], with_inputs: bool = True):
         """Check the worker's buffers against the trusted side's knowledge:
         sizes, guard bands untouched, inputs unchanged (when sent). Returns
         the outputs of each trial and the inputs the judge built, or the
-        rule broken."""
-        import numpy as np
+        rule broken. A buffer is bytes from the socket or a uint8 CUDA
+        tensor the judge copied by CUDA IPC; the checks are the same, on
+        the host or on the GPU where the bytes are."""
         import torch
         layout = self.layout(plan, with_inputs)
         sizes = [(math.prod(shape) + 2 * guard) * 4 for _, _, shape, _, guard, _ in layout] * len(seeds)
-        if [len(b) for b in blobs] != sizes:
-            raise ProtocolError(f"expected buffers of {sizes} bytes, got {[len(b) for b in blobs]}")
+        got_sizes = [b.numel() if isinstance(b, torch.Tensor) else len(b) for b in blobs]
+        if got_sizes != sizes:
+            raise ProtocolError(f"expected buffers of {sizes} bytes, got {got_sizes}")
         outputs, inputs = [], []
         for t, seed in enumerate(seeds):
             made = case_data.make_inputs(plan, seed, self.device)
             got = {}
             for i, (kind, name, shape, dtype, guard, bits) in enumerate(layout):
-                raw = np.frombuffer(blobs[t * len(layout) + i], dtype=np.int32)
-                if not (np.all(raw[:guard] == bits) and np.all(raw[len(raw) - guard:] == bits)):
+                blob = blobs[t * len(layout) + i]
+                if isinstance(blob, torch.Tensor):
+                    raw = blob.view(torch.int32)
+                else:  # a bytearray the judge alone holds: viewed, not copied
+                    raw = torch.frombuffer(blob, dtype=torch.int32) if len(blob) else torch.empty(0, dtype=torch.int32)
+                bands = torch.cat([raw[:guard], raw[len(raw) - guard:]])
+                if not bool((bands == _signed(bits)).all()):
                     where = "output" if kind == "out" else "input"
                     return None, None, f"rule: solve wrote outside the {where} tensor {name!r} (its guard band changed)"
-                body = torch.from_numpy(raw[guard:len(raw) - guard].copy()).reshape(shape)
+                body = raw[guard:len(raw) - guard].reshape(shape)
                 if kind == "in":
-                    if not torch.equal(body, made[name].cpu().view(torch.int32)):
+                    if not torch.equal(body, made[name].view(torch.int32).to(body.device)):
                         return None, None, f"rule: inputs must be unchanged, and solve modified {name!r}"
                 else:
                     got[name] = body.view(getattr(torch, dtype)).to(self.device)
@@ -160,9 +174,9 @@ class Run:
             request["interpreter_budget_s"] = min(self.limits.interpreter_budget_s,
                                                   0.8 * self.time_left(self.limits.case_timeout_s))
         try:
-            reply, blobs = slot.worker.request(
-                request,
-                self.time_left(self.limits.case_timeout_s), max_blob_bytes=self.reply_bytes(plan, len(seeds)))
+            size = self.reply_bytes(plan, len(seeds))
+            reply, blobs = slot.worker.request(request, self.time_left(self.limits.case_timeout_s),
+                                               max_blob_bytes=size, share=self.shares(size))
         except WorkerDied as exc:
             result.status, result.message = "runtime_error", str(exc)
             slot.stop()
@@ -192,6 +206,11 @@ class Run:
         """Cases whose buffers are too big to run beside others: run alone."""
         plan = case_data.input_plan(self.challenge, case)
         return self.device == "cuda" and self.reply_bytes(plan, self.challenge.trials(case)) > LARGE_CASE_BYTES
+
+
+def _signed(bits: int) -> int:
+    """A 32-bit pattern as the int32 value torch compares it with."""
+    return bits - (1 << 32) if bits >= 1 << 31 else bits
 
 
 def fill(result: CaseResult, cmp: Comparison) -> None:

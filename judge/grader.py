@@ -22,14 +22,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import timed
+from . import timed, warm_cache
 from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
 from .results import CaseResult, GradeResult, Performance, Timing
 from .scoring import ScoringPolicy
 from .scoring import score as compute_score
-from .slots import Slot, guess_device, run_cases, slot_count, spawn, unrun
+from .slots import Slot, guess_device, run_cases, slot_count, spawn, stop_all, unrun
 from .verdicts import Verdict, overall
 
 __all__ = ["GradeOptions", "GradeResult", "CaseResult", "Timing", "Performance", "grade", "prestart",
@@ -58,6 +58,9 @@ class GradeOptions(BaseModel):
     # Folders a sandboxed worker must not see, beyond the secret's and the
     # submission's own (a batch adds its results folder and the class folder).
     hidden_paths: list[str] = []
+    # On a GPU, large buffers cross from the worker by CUDA IPC (judge.cuda_ipc),
+    # with the socket as the fallback; False: always the socket.
+    share_gpu_buffers: bool = True
 
 
 def choose_device(requested: str | None) -> str:
@@ -85,14 +88,18 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
     fresh process that has run nothing of any submission yet."""
     from . import challenge as challenges
     challenge = challenges.load(options.challenge)
-    cache = shared_cache()
+    cache = shared_cache(options.device or guess_device())
     return [spawn(Path(path), options.device or guess_device(), options.limits, options.hidden_paths, cache)
             for _ in range(slot_count(options, len(challenge.functional) + 2))]
 
 
-def shared_cache() -> Path:
-    """A Triton cache folder for the workers of one grading."""
-    return Path(tempfile.mkdtemp(prefix="judge-triton-"))
+def shared_cache(device: str) -> Path:
+    """A Triton cache folder for the workers of one grading: fresh, with the
+    judge's own seed in it on a GPU (judge.warm_cache)."""
+    cache = Path(tempfile.mkdtemp(prefix="judge-triton-"))
+    if device == "cuda":
+        warm_cache.fill(cache)
+    return cache
 
 
 def grade(path: str | os.PathLike, options: GradeOptions | None = None,
@@ -119,7 +126,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     # Start the workers before importing torch here: both take seconds.
     guess = options.device or guess_device()
     cache = prestarted[0].triton_cache if prestarted else None
-    cache = cache or shared_cache()
+    cache = cache or shared_cache(guess)
     early = list(prestarted) if prestarted else [spawn(path, guess, options.limits, options.hidden_paths, cache)
                                                  for _ in range(slot_count(options, len(challenge.functional) + 2))]
     try:
@@ -156,6 +163,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     slots = [Slot(run) for _ in range(slot_count(options, len(ordered)))]
     for slot, worker in zip(slots, early):
         slot.worker, slot.loaded = worker, False
+    run.phases["setup"] = round(time.monotonic() - started, 3)
     try:
         results, load_message = run_cases(run, ordered, slots)
         verdict = _verdict(results)
@@ -187,11 +195,10 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         load_message = "the judge failed: " + traceback.format_exc(limit=6)[-3000:]
         timing = None
     finally:
-        for slot in slots:
-            slot.stop()
-        if run.harness is not None:
-            run.harness.close()
+        clock = time.monotonic()
+        stop_all(slots, also=[run.harness.close] if run.harness is not None else [])
         shutil.rmtree(cache, ignore_errors=True)
+        run.phases["teardown"] = round(time.monotonic() - clock, 3)
 
     message = _summary(verdict, results, load_message)
     return GradeResult(

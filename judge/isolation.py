@@ -11,6 +11,7 @@ killed with its whole process group.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import os
 import shutil
@@ -26,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import protocol, reaper
+from . import cuda_ipc, protocol, reaper
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
 
 JUDGE_ROOT = Path(__file__).resolve().parent.parent
@@ -232,6 +233,7 @@ class WorkerProcess:
         self.sock: socket.socket | None = None
         self.stdout: CappedStream | None = None
         self.stderr: CappedStream | None = None
+        self.can_share = True  # until CUDA IPC fails once with this worker (judge.cuda_ipc)
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -260,6 +262,9 @@ class WorkerProcess:
     def start(self) -> None:
         target = self.scratch / "submission.py"
         shutil.copyfile(self.submission, target)
+        if self.triton_cache is None and self.device == "cuda":
+            from . import warm_cache
+            warm_cache.fill(self.scratch / "triton-cache")  # the judge's seed (judge.warm_cache)
         parent_sock, child_sock = socket.socketpair()
         cmd = self._worker_command(child_sock.fileno())
         if self.sandbox.tool == "bwrap":
@@ -310,6 +315,24 @@ class WorkerProcess:
             self.sock = None
         shutil.rmtree(self.scratch, ignore_errors=True)
 
+    @contextlib.contextmanager
+    def paused(self):
+        """The worker and its process group stopped (SIGSTOP) meanwhile: it
+        cannot free memory the judge is copying from. (A kernel of its
+        still running may write there: the judge checks what it copied.)"""
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            yield
+        finally:
+            try:
+                os.killpg(self.proc.pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def __enter__(self) -> "WorkerProcess":
         self.start()
         return self
@@ -319,14 +342,33 @@ class WorkerProcess:
 
     # --- requests --------------------------------------------------------------
 
-    def request(self, header: dict, timeout_s: float, max_blob_bytes: int) -> tuple[dict, list[bytearray]]:
+    def request(self, header: dict, timeout_s: float, max_blob_bytes: int,
+                share: bool = False) -> tuple[dict, list]:
         """Send one request and wait for its answer. Raises WorkerDied,
-        WorkerTimeout (after killing the worker) or ProtocolError (likewise)."""
+        WorkerTimeout (after killing the worker) or ProtocolError (likewise).
+        `share`: a CUDA worker may hand its buffers over by CUDA IPC
+        (judge.cuda_ipc); they come back as uint8 CUDA tensors, the judge's
+        own copies, instead of bytearrays."""
         assert self.sock is not None and self.proc is not None
         deadline = time.monotonic() + timeout_s
+        share = share and self.device == "cuda" and self.can_share
         try:
-            protocol.send(self.sock, header)
-            return protocol.recv(self.sock, deadline=deadline, max_blob_bytes=max_blob_bytes)
+            protocol.send(self.sock, dict(header, share=True) if share else header)
+            reply, blobs = protocol.recv(self.sock, deadline=deadline, max_blob_bytes=max_blob_bytes)
+            if "shared" not in reply:
+                return reply, blobs
+            if not share or blobs:
+                raise ProtocolError("shared buffers the judge did not ask for")
+            try:
+                return reply, cuda_ipc.fetch(reply.pop("shared"), max_blob_bytes, paused=self.paused)
+            except cuda_ipc.Unavailable:
+                # Not a verdict: this worker's buffers come by the socket from now on.
+                self.can_share = False
+                protocol.send(self.sock, {"op": "bytes"})
+                again, blobs = protocol.recv(self.sock, deadline=deadline, max_blob_bytes=max_blob_bytes)
+                if again.get("status") != "ok":
+                    raise ProtocolError("the worker did not resend its buffers") from None
+                return reply, blobs
         except (EOFError, BrokenPipeError, ConnectionResetError):
             try:
                 code = self.proc.wait(timeout=10)
@@ -342,7 +384,8 @@ class WorkerProcess:
             raise
 
     def request_timed(self, header: dict, call_seed: int, timeout_s: float,
-                      max_blob_bytes: int, keep_buffers: bool = True) -> tuple[dict, list[bytearray], float | None]:
+                      max_blob_bytes: int, keep_buffers: bool = True,
+                      share: bool = False) -> tuple[dict, list, float | None]:
         """A timing request in three steps, so that the judge's own clock
         brackets the timed calls alone: the worker warms up and says so; the
         judge sends the timed calls' seed (none can start before it) and
@@ -365,11 +408,11 @@ class WorkerProcess:
             return reply, [], window_s
         sent = time.monotonic()
         done, blobs = self.request({"op": "buffers", "discard": not keep_buffers}, max(deadline - sent, 1.0),
-                                   max_blob_bytes)
+                                   max_blob_bytes, share=share and keep_buffers)
         # The judge's clock on each step (phase_seconds); the worker's own
         # figures ride along as a diagnosis only.
         clocks = {"warm_up": round(started - asked, 3), "window": round(window_s, 3),
-                  "buffers": round(time.monotonic() - sent, 3), "worker_pack": done.get("pack_s")}
+                  "buffers": round(time.monotonic() - sent, 3)}
         return dict(reply, buffers_status=done.get("status"), clocks=clocks), blobs, window_s
 
     def output(self) -> tuple[str, str]:

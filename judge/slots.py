@@ -67,6 +67,12 @@ class Slot:
         else:
             if reply.get("status") == "ok":
                 self.loaded = True
+                startup = reply.get("startup")
+                if isinstance(startup, dict) and "worker_import" not in run.phases:
+                    # The first worker's own account of its start (diagnosis only).
+                    for name in ("import_s", "warmup_s"):
+                        if isinstance(startup.get(name), (int, float)):
+                            run.phases[f"worker_{name[:-2]}"] = round(float(startup[name]), 3)
                 return None
             failure = status_of(reply), str(reply.get("message", ""))[:4000]
         self.stop()
@@ -171,9 +177,10 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
 
     clock = time.monotonic()
     in_threads([lambda n=n, slot=slot: serve(n, slot) for n, slot in enumerate(slots)])
-    for slot in slots[1:]:
-        slot.stop()  # the timing runs alone
     run.phases["cases"] = round(time.monotonic() - clock, 3)
+    clock = time.monotonic()
+    stop_all(slots[1:])  # the timing runs alone
+    run.phases["stop_workers"] = round(time.monotonic() - clock, 3)
     stop = stop_at[0]
     out = []
     for index, (case, kind) in enumerate(ordered):
@@ -222,6 +229,15 @@ def assign(small: list[int], ordered: list[tuple[Case, str]], run: Run, slots: i
         owned[target] += members
         load[target] += COMPILE_COST + RUN_COST * len(members)
     return [deque(sorted(mine)) for mine in owned]
+
+
+def stop_all(slots: list[Slot], also: list = ()) -> None:
+    """Stop the slots' workers (and run the `also` callables) side by side:
+    a killed CUDA worker takes a while to release its GPU. Their output is
+    collected in slot order."""
+    in_threads([slot.worker.close for slot in slots if slot.worker is not None] + list(also))
+    for slot in slots:
+        slot.stop()
 
 
 def in_threads(tasks: list) -> list:

@@ -45,9 +45,10 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
     try:
         # Three steps (warm-up, go, report): the judge's own clock brackets
         # the timed calls alone (judge.timecheck).
+        size = run.reply_bytes(plan, len(seeds), with_inputs=False)
         reply, blobs, window_s = slot.worker.request_timed(
             {"op": "time", "plan": plan, "seeds": seeds}, base,
-            run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=run.reply_bytes(plan, len(seeds), with_inputs=False))
+            run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=size, share=run.shares(size))
     except (WorkerDied, ProtocolError) as exc:
         failure.status, failure.message = "runtime_error", f"while timing: {exc}"
         slot.stop()

@@ -212,3 +212,37 @@ def test_a_stop_mid_run_reads_the_same_with_any_number_of_workers(monkeypatch):
     assert all(s == "not_run" for _, s in statuses[1][stop + 1:])
     assert runs[3].verdict.value == runs[1].verdict.value == "runtime_error"
     assert "SIGKILL" in runs[3].message
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+def test_gpu_buffers_cross_by_cuda_ipc():
+    """On a GPU a large reply crosses by CUDA IPC: the judge gets CUDA
+    tensors of its own, byte for byte what the socket would have carried."""
+    import torch
+
+    from judge import cases, challenge
+    from judge.isolation import WorkerProcess
+    from judge.protocol import OUTPUT_GUARD
+    vec = challenge.load("vector_addition")
+    case = next(c for c in vec.functional if c.dims["N"] == 999983)
+    plan = cases.input_plan(vec, case)
+    path = FIXTURES.parent.parent / "challenges" / "vector_addition" / "examples" / "correct_block1024.py"
+    with WorkerProcess(path, "cuda", LIMITS) as worker:
+        load, _ = worker.request({"op": "load", "path": "submission.py", "device": "cuda", "arity": 4}, 120, 0)
+        assert load["status"] == "ok", load
+        replies = []
+        for share in (True, False):
+            reply, blobs = worker.request({"op": "run", "plan": plan, "seeds": [5], "return_inputs": True}, 60,
+                                          1 << 30, share=share)
+            assert reply["status"] == "ok", reply
+            replies.append([b.cpu() if isinstance(b, torch.Tensor) else torch.frombuffer(b, dtype=torch.uint8)
+                            for b in blobs])
+            assert all(isinstance(b, torch.Tensor) and b.is_cuda for b in blobs) == share
+        assert worker.can_share
+    shared, sent = replies
+    assert len(shared) == len(sent) == 3  # c, then the inputs a and b
+    assert all(torch.equal(x, y) for x, y in zip(shared, sent))
+    made = cases.make_inputs(plan, 5, "cuda")
+    c = shared[0].view(torch.float32)[OUTPUT_GUARD:-OUTPUT_GUARD].cuda()
+    assert torch.equal(c, made["a"] + made["b"])

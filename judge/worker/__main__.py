@@ -55,13 +55,18 @@ def main(argv: list[str] | None = None) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # Every submission needs these: importing them now, before the first
     # request, overlaps the seconds it takes with the judge's own start.
+    import time
+    began = time.monotonic()
     import torch  # noqa: F401  pyflakes: ignore
     import triton  # noqa: F401  pyflakes: ignore
+    imported = time.monotonic()
     from judge.worker import warmup
     warmup.warm(ns.device)  # before any request: nothing of a submission has run
+    # Where a worker's start went (reported with its load: a diagnosis only).
+    startup = {"import_s": round(imported - began, 3), "warmup_s": round(time.monotonic() - imported, 3)}
     from judge.worker.server import Worker
     sock = socket.socket(fileno=ns.fd)
-    Worker(sock).serve()
+    Worker(sock, startup).serve()
 
 
 if __name__ == "__main__":

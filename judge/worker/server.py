@@ -129,15 +129,39 @@ def classify(exc: BaseException) -> str:
 
 
 class Worker:
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, startup: dict | None = None):
         self.sock = sock
+        self.startup = startup or {}
         self.solve = None
         self.device = "cpu"
         self.guard = None
+        self._shared: list = []  # buffers handed over by CUDA IPC, kept alive until the next request
 
     def reply(self, header: dict, blobs=()) -> None:
         from judge import protocol
         protocol.send(self.sock, header, list(blobs))
+
+    def reply_buffers(self, header: dict, buffers: list, share: bool) -> None:
+        """Send `buffers` (contiguous tensors) as bytes, or, when the judge
+        asked for it and the driver allows, as CUDA IPC handles it copies
+        from (judge.cuda_ipc): no trip through the host."""
+        if share and self.device == "cuda":
+            import torch
+            try:
+                torch.cuda.synchronize()
+                from judge import cuda_ipc
+                shared = cuda_ipc.export(buffers)
+            except Exception:  # noqa: BLE001 - IPC unavailable here: the socket it is
+                shared = None
+            if shared is not None:
+                self._shared = buffers
+                return self.reply(dict(header, shared=shared))
+        self.reply(header, [memoryview(b.cpu().numpy()).cast("B") for b in buffers])
+
+    def resend(self, msg: dict) -> None:
+        """The last shared buffers again, as bytes (the judge could not map them)."""
+        buffers, self._shared = self._shared, []
+        self.reply({"status": "ok"}, [memoryview(b.cpu().numpy()).cast("B") for b in buffers])
 
     def serve(self) -> None:
         from judge import protocol
@@ -147,7 +171,10 @@ class Worker:
             except EOFError:
                 return
             op = msg.get("op")
-            handler = {"load": self.load, "run": self.run, "time": self.time, "buffers": self.buffers}.get(op)
+            if op != "bytes":
+                self._shared = []  # the judge has copied them (or will not)
+            handler = {"load": self.load, "run": self.run, "time": self.time, "buffers": self.buffers,
+                       "bytes": self.resend}.get(op)
             if handler is None:
                 self.reply({"status": "internal_error", "message": f"unknown op {op!r}"})
                 continue
@@ -167,6 +194,11 @@ class Worker:
             fraction = msg.get("gpu_memory_fraction")
             if fraction:
                 torch.cuda.set_per_process_memory_fraction(float(fraction))
+            from judge import cuda_ipc
+            try:  # now: once the audit hook is armed, ctypes is hidden
+                cuda_ipc.bind()
+            except cuda_ipc.Unavailable:
+                pass  # buffers go by the socket
         else:
             from judge.worker import interpret
             interpret.install(emulate_tf32=msg.get("emulate_tf32", True))
@@ -219,7 +251,7 @@ class Worker:
                                "message": f"solve{inspect.signature(solve)} cannot be called with "
                                           f"the {arity} arguments {msg.get('arg_names')}"})
         self.solve = solve
-        self.reply({"status": "ok"})
+        self.reply({"status": "ok", "startup": self.startup})
 
     # --- run -------------------------------------------------------------------
 
@@ -266,8 +298,8 @@ class Worker:
         return args, outputs, inputs
 
     @staticmethod
-    def _bytes(buffers: dict) -> list:
-        return [memoryview(buffers[name].cpu().numpy()).cast("B") for name in sorted(buffers)]
+    def _ordered(buffers: dict) -> list:
+        return [buffers[name] for name in sorted(buffers)]
 
     def _call(self, args) -> dict | None:
         """Call solve once, under the rules; None on success, else the failure."""
@@ -301,7 +333,7 @@ class Worker:
     def run(self, msg: dict) -> None:
         """Each trial's output buffers, then (when asked, for the judge to check
         they are unchanged) its input buffers, all with their guard bands."""
-        blobs = []
+        buffers = []
         if self.device == "cpu" and msg.get("interpreter_budget_s"):
             from judge.worker import interpret
             interpret.set_budget(float(msg["interpreter_budget_s"]))
@@ -310,10 +342,10 @@ class Worker:
             failure = self._call(args)
             if failure:
                 return self.reply(failure)
-            blobs += self._bytes(outputs)
+            buffers += self._ordered(outputs)
             if msg.get("return_inputs"):
-                blobs += self._bytes(inputs)
-        self.reply({"status": "ok"}, blobs)
+                buffers += self._ordered(inputs)
+        self.reply_buffers({"status": "ok"}, buffers, share=bool(msg.get("share")))
 
     # --- time ------------------------------------------------------------------
 
@@ -381,17 +413,16 @@ class Worker:
             # performance size, which the window must not count.
             self._pending = prepared
             return self.reply({"status": "ok", "timing": result, "steps": steps})
-        self.reply({"status": "ok", "timing": result, "steps": steps}, self._set_bytes(prepared))
+        self.reply_buffers({"status": "ok", "timing": result, "steps": steps}, self._set_buffers(prepared),
+                           share=bool(msg.get("share")))
 
-    def _set_bytes(self, prepared) -> list:
-        blobs = []
+    def _set_buffers(self, prepared) -> list:
+        buffers = []
         for _, outputs, _ in prepared:  # outputs only: the timer refilled the inputs before every call
-            blobs += self._bytes(outputs)
-        return blobs
+            buffers += self._ordered(outputs)
+        return buffers
 
     def buffers(self, msg: dict) -> None:
-        import time as clock
         prepared, self._pending = getattr(self, "_pending", []), []
-        began = clock.monotonic()
-        blobs = [] if msg.get("discard") else self._set_bytes(prepared)
-        self.reply({"status": "ok", "pack_s": round(clock.monotonic() - began, 3)}, blobs)
+        self.reply_buffers({"status": "ok"}, [] if msg.get("discard") else self._set_buffers(prepared),
+                           share=bool(msg.get("share")))

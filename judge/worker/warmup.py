@@ -11,14 +11,21 @@ Nothing here depends on a submission, and nothing of one has run yet.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
 
-def warm(device: str) -> None:
+
+def warm(device: str) -> bool:
     """Compile and run a small matrix product (the shape of kernel most
     challenges call: float32 pointers, int32 sizes, a tl.dot) and a
-    masked elementwise kernel. Any failure is left to the grading: a
-    worker that cannot run Triton will say so on its first case."""
+    masked elementwise kernel; True when they ran. Any failure is left to
+    the grading: a worker that cannot run Triton will say so on its first
+    case."""
     if device != "cuda":
-        return
+        return False
     try:
         import torch
 
@@ -30,5 +37,36 @@ def warm(device: str) -> None:
         kernels.product[(1, 1)](a, b, c, 16, 16, 16, BLOCK=16)
         kernels.scale[(1,)](a, c, 256, BLOCK=256)
         torch.cuda.synchronize()
+        return True
     except Exception:  # noqa: BLE001 - a warm-up is an optimisation, never a verdict
+        return False
+
+
+def build_seed(seed: Path) -> int:
+    """The judge's seed for graded workers' Triton caches (judge.warm_cache):
+    warm a scratch cache with the environment a worker gets, then move it
+    into place in one rename. Runs judge code only."""
+    seed.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=seed.name + ".building-", dir=seed.parent))
+    from judge.isolation import INHERITED_ENV
+    for name in list(os.environ):
+        if name not in INHERITED_ENV and name != "PYTHONPATH":
+            del os.environ[name]
+    os.environ.update(TRITON_CACHE_DIR=str(scratch / "cache"), HOME=str(scratch), PYTHONDONTWRITEBYTECODE="1")
+    ok = warm("cuda")
+    try:
+        if ok:
+            os.rename(scratch / "cache", seed)
+            return 0
+    except OSError:  # another builder was first
         pass
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 1
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(description="build the judge's Triton cache seed (judge.warm_cache)")
+    parser.add_argument("--seed", type=Path, required=True)
+    sys.exit(build_seed(parser.parse_args().seed))
