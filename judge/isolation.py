@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import json
 import os
 import shutil
 import signal
@@ -94,10 +95,11 @@ def detect_sandbox() -> Sandbox:
     if bwrap and _runs(probe + ["true"]):
         return Sandbox(tool="bwrap", network="cut", filesystem="read-only, private /tmp")
     unshare = shutil.which("unshare")
-    if unshare and _runs(_unshare_prefix(unshare, pid=True) + ["true"]):
-        return Sandbox(tool="unshare", network="cut", filesystem="shared", pid_namespace=True)
-    if unshare and _runs(_unshare_prefix(unshare) + ["true"]):
-        return Sandbox(tool="unshare", network="cut", filesystem="shared")
+    for pid in (True, False):
+        if unshare and _runs(_unshare_prefix(unshare, pid=pid) + ["true"]):
+            jailed = _jail_holds(unshare, pid)
+            return Sandbox(tool="unshare", network="cut", pid_namespace=pid,
+                           filesystem="read-only, private /tmp" if jailed else "shared")
     return Sandbox(tool=None, network="open", filesystem="shared")
 
 
@@ -113,48 +115,91 @@ def sandbox_for(device: str) -> Sandbox:
     PID namespace for CUDA where the driver cannot start inside one (every
     descendant of such a worker is still killed by the judge as subreaper)."""
     box = detect_sandbox()
-    if device != "cuda" or not box.pid_namespace:
+    if device != "cuda":
         return box
-    if box.tool == "bwrap":
-        prefix = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/",
-                  "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--"]
-    else:
-        prefix = _unshare_prefix(shutil.which("unshare") or "unshare", pid=True)
-    if _runs(prefix + [sys.executable, "-c", _CUINIT]):
-        return box
-    return box.model_copy(update={"pid_namespace": False})
+    unshare = shutil.which("unshare") or "unshare"
+    if box.tool == "unshare" and box.filesystem != "shared":
+        # The jail and CUDA, tried together: with the PID namespace, then without.
+        for pid in ([True, False] if box.pid_namespace else [False]):
+            if _jail_holds(unshare, pid, cuda=True):
+                return box.model_copy(update={"pid_namespace": pid})
+        # CUDA will not run inside the jail here: a worker that cannot grade
+        # is worse than one that shares the file system.
+        box = box.model_copy(update={"filesystem": "shared"})
+    if box.pid_namespace:
+        if box.tool == "bwrap":
+            prefix = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/",
+                      "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--"]
+        else:
+            prefix = _unshare_prefix(unshare, pid=True)
+        if not _runs(prefix + [sys.executable, "-c", _CUINIT]):
+            box = box.model_copy(update={"pid_namespace": False})
+    return box
 
 
-def _unshare_prefix(unshare: str, pid: bool = False) -> list[str]:
+def _unshare_prefix(unshare: str, pid: bool = False, mount: bool = False) -> list[str]:
     """`pid`: a PID namespace too; the worker is its first process (and
     forks to stay its init: judge.worker.__main__), so when it dies the
-    kernel kills every process left in it."""
-    extra = ["--pid", "--fork", "--kill-child"] if pid else []
+    kernel kills every process left in it. `mount`: a mount namespace, in
+    which the worker makes its file system read-only (judge.worker.jail)."""
+    extra = (["--mount"] if mount else []) + (["--pid", "--fork", "--kill-child"] if pid else [])
     return [unshare, "--net"] + extra + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["--"]
 
 
-def _bwrap_prefix(scratch: Path, hidden: list[Path], pid: bool = False, writable: list[Path] = ()) -> list[str]:
-    """Read-only root, private /tmp and network, /dev passed through for the
-    GPU; the scratch folder (and `writable`: a grading's shared Triton
-    cache) writable; the secret's and the submission's
-    folders hidden. What the worker needs from /tmp (a virtualenv, the judge
-    itself) comes back read-only."""
-    cmd = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
-           *(["--unshare-pid"] if pid else []), "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+def _jail_holds(unshare: str, pid: bool, cuda: bool = False) -> bool:
+    """Whether a worker's jail (judge.worker.jail) can be built here: tried
+    for real in a throwaway folder, the way a worker would (`cuda`: and a
+    CUDA computation run inside it)."""
+    scratch = Path(tempfile.mkdtemp(prefix="judge-jail-probe-"))
+    try:
+        spec = json.dumps(readonly_plan(scratch, []))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (str(JUDGE_ROOT), os.environ.get("PYTHONPATH")) if p))
+        env.pop("JUDGE_SECRET", None)
+        cmd = _unshare_prefix(unshare, pid=pid, mount=True) + [sys.executable, "-m", "judge.worker.jail",
+                                                               "--probe", spec] + (["--cuda"] if cuda else [])
+        try:
+            return subprocess.run(cmd, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def readonly_plan(scratch: Path, hidden: list[Path], writable: list[Path] = ()) -> dict:
+    """What a read-only sandbox must arrange (bubblewrap's options, or the
+    worker's own jail under unshare: judge.worker.jail): the folders written
+    (the scratch folder first, then `writable`: a grading's shared Triton
+    cache), the folders hidden (the secret's and the submission's, less any
+    that holds what the worker runs), and what the worker needs from /tmp
+    (a virtualenv, the judge itself), outermost only, read-only."""
     needed = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent, JUDGE_ROOT}
     needed |= {Path(p) for p in sys.path if p}
     needed |= {Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     tmp_needed = sorted({p.resolve() for p in needed if p.exists() and str(p.resolve()).startswith("/tmp/")})
-    for path in tmp_needed:
-        if not any(parent in tmp_needed for parent in path.parents):
-            cmd += ["--ro-bind", str(path), str(path)]
+    keep = [p for p in tmp_needed if not any(parent in tmp_needed for parent in p.parents)]
+    shown = []
     for path in hidden:
         path = path.resolve()
         if path.is_dir() and path != Path("/") and not any(
-                keep == path or path in keep.parents for keep in [JUDGE_ROOT, *tmp_needed, Path(sys.prefix)]):
-            cmd += ["--tmpfs", str(path)]
-    for path in writable:
-        cmd += ["--bind", str(path), str(path)]
+                k == path or path in k.parents for k in [JUDGE_ROOT, *tmp_needed, Path(sys.prefix)]):
+            shown.append(str(path))
+    return {"writable": [str(scratch), *map(str, writable)], "hidden": shown, "keep_readonly": list(map(str, keep))}
+
+
+def _bwrap_prefix(scratch: Path, hidden: list[Path], pid: bool = False, writable: list[Path] = ()) -> list[str]:
+    """Read-only root, private /tmp and network, /dev passed through for the
+    GPU; readonly_plan's folders bound or hidden."""
+    cmd = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc",
+           *(["--unshare-pid"] if pid else []), "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    plan = readonly_plan(scratch, hidden, writable)
+    for path in plan["keep_readonly"]:
+        cmd += ["--ro-bind", path, path]
+    for path in plan["hidden"]:
+        cmd += ["--tmpfs", path]
+    for path in plan["writable"][1:]:
+        cmd += ["--bind", path, path]
     return cmd + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
 
 
@@ -271,7 +316,12 @@ class WorkerProcess:
             cmd = _bwrap_prefix(self.scratch, self.hidden, pid=self.sandbox.pid_namespace,
                                 writable=[self.triton_cache] if self.triton_cache else []) + cmd
         elif self.sandbox.tool == "unshare":
-            cmd = _unshare_prefix(shutil.which("unshare") or "unshare", pid=self.sandbox.pid_namespace) + cmd
+            jailed = self.sandbox.filesystem != "shared"
+            if jailed:  # the worker builds it first thing (judge.worker.jail)
+                plan = readonly_plan(self.scratch, self.hidden, [self.triton_cache] if self.triton_cache else [])
+                cmd += ["--jail", json.dumps(plan)]
+            cmd = _unshare_prefix(shutil.which("unshare") or "unshare", pid=self.sandbox.pid_namespace,
+                                  mount=jailed) + cmd
         reaper.become_subreaper()
         self.proc = _popen(
             cmd, cwd=self.scratch, env=self._env(), stdin=subprocess.DEVNULL,

@@ -81,7 +81,7 @@ def test_sandbox_confines_the_worker(tmp_path):
     # Sockets are refused to the submission by the worker's audit hook,
     # whatever the sandbox (which cuts the network too where it can).
     assert result.verdict.value == "rejected" and "no network" in result.message, result.message
-    if sandbox.tool == "bwrap":
+    if sandbox.filesystem != "shared":  # bubblewrap, or unshare with the worker's jail
         assert seen["read"] == "denied"
         assert not escape.exists()  # what it wrote stayed in its private /tmp
     else:
@@ -246,3 +246,20 @@ def test_gpu_buffers_cross_by_cuda_ipc():
     made = cases.make_inputs(plan, 5, "cuda")
     c = shared[0].view(torch.float32)[OUTPUT_GUARD:-OUTPUT_GUARD].cuda()
     assert torch.equal(c, made["a"] + made["b"])
+
+
+@pytest.mark.skipif(detect_sandbox().filesystem == "shared", reason="no read-only sandbox here")
+def test_submission_cannot_write_the_judges_files(tmp_path, monkeypatch):
+    """A read-only sandbox (bubblewrap, or unshare and the worker's jail):
+    the judge's code, its caches and the submission's own folder stay as
+    they were, whatever the submission opens for writing."""
+    from judge.isolation import JUDGE_ROOT
+    folder = tmp_path / "class"
+    folder.mkdir()
+    source = (FIXTURES / "writes_judge_files.py").read_text()
+    (folder / "student.py").write_text(source.replace('"/nonexistent"', repr(str(folder))))
+    result = grade(folder / "student.py", GradeOptions(device="cpu", seed=7, limits=LIMITS,
+                                                       stop_on_wrong_answer=True))
+    assert result.verdict.value == "accepted", result.message
+    for place in (JUDGE_ROOT / "judge", folder, Path("/root/.cache/tritonjudge")):
+        assert not (place / ".judge-tamper-probe").exists(), place

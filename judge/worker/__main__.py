@@ -42,7 +42,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-limit", type=int, default=0, help="bytes of host memory")
     parser.add_argument("--memory-rlimit", choices=["AS", "DATA"], default="AS")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="warm this device up first")
+    parser.add_argument("--jail", help="JSON: build a read-only file system first (judge.worker.jail)")
     ns = parser.parse_args(argv)
+    if ns.jail:
+        # First of all, before Python reads another file: the jail covers /tmp.
+        from judge.worker import jail
+        jail.enter_from_argument(ns.jail)
     if os.getpid() == 1:
         _stay_init(ns)
     import resource
