@@ -31,7 +31,8 @@ from judge import goldens  # noqa: E402
 
 # The phases shown, in a grading's order (phase_seconds has more: the timing
 # request's steps, timing_*).
-PHASES = ["load", "cases", "large_cases", "timing_worker", "timing_checks", "baselines"]
+PHASES = ["setup", "worker_import", "worker_warmup", "load", "cases", "large_cases", "stop_workers",
+          "timing_worker", "timing_checks", "baselines", "teardown"]
 STEPS = ["timing_warm_up", "timing_window", "timing_buffers", "timing_unpack", "timing_compare",
          "timing_call_sums", "timing_clock_check"]
 

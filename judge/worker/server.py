@@ -19,7 +19,7 @@ import socket
 import sys
 import traceback
 
-from judge.protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
+from judge.worker import buffers as buffers_mod
 
 _launches = 0
 _streams: set = set()  # CUDA streams Triton launched on: the timer waits for all of them
@@ -255,48 +255,6 @@ class Worker:
 
     # --- run -------------------------------------------------------------------
 
-    def _guarded(self, shape, dtype, fill_bits: int, guard: int):
-        """A tensor of `shape` inside a larger buffer whose guard bands hold
-        `fill_bits` (a 32-bit pattern, for float32 and int32 alike)."""
-        import torch
-        numel = 1
-        for d in shape:
-            numel *= d
-        buf = torch.empty(numel + 2 * guard, dtype=getattr(torch, dtype), device=self.device)
-        buf.view(torch.int32).fill_(fill_bits)
-        view = buf[guard:guard + numel].view(shape)
-        return buf, view
-
-    def _prepare(self, plan: dict, seed: int):
-        """Inputs in NaN-guarded buffers (an out-of-bounds read sees NaN, on the
-        CPU as on the GPU) and a poisoned output between guard patterns; an
-        in-place (inout) argument holds its input between output guards.
-        Returns the call's arguments and the buffers to send back, by name:
-        outputs (out and inout) and inputs (in)."""
-        import torch
-        from judge.cases import make_inputs
-        values = make_inputs(plan, seed, self.device)
-        args, outputs, inputs = [], {}, {}
-        for item in plan["call"]:
-            name, role = item["name"], item["role"]
-            if role == "dim":
-                args.append(int(item["value"]))
-                continue
-            spec = plan["inputs"].get(name) or plan["outputs"][name]
-            if role == "in":
-                buf, view = self._guarded(spec["shape"], spec.get("dtype", "float32"), POISON_BITS, INPUT_GUARD)
-                view.copy_(values[name])
-                inputs[name] = buf
-            else:
-                buf, view = self._guarded(spec["shape"], spec.get("dtype", "float32"), GUARD_BITS, OUTPUT_GUARD)
-                if role == "inout":
-                    view.copy_(values[name])
-                else:
-                    view.view(torch.int32).fill_(POISON_BITS)
-                outputs[name] = buf
-            args.append(view)
-        return args, outputs, inputs
-
     @staticmethod
     def _ordered(buffers: dict) -> list:
         return [buffers[name] for name in sorted(buffers)]
@@ -338,7 +296,7 @@ class Worker:
             from judge.worker import interpret
             interpret.set_budget(float(msg["interpreter_budget_s"]))
         for seed in msg["seeds"]:
-            args, outputs, inputs = self._prepare(msg["plan"], seed)
+            args, outputs, inputs = buffers_mod.prepare(msg["plan"], seed, self.device)
             failure = self._call(args)
             if failure:
                 return self.reply(failure)
@@ -359,7 +317,7 @@ class Worker:
         # Seconds of each step, for the judge's phase_seconds (a diagnosis:
         # reported by the worker, nothing is decided on them).
         began = clock.monotonic()
-        prepared = [self._prepare(msg["plan"], seed) for seed in msg["seeds"]]
+        prepared = [buffers_mod.prepare(msg["plan"], seed, self.device) for seed in msg["seeds"]]
         steps = {"prepare": round(clock.monotonic() - began, 3)}
         began = clock.monotonic()
         for args, _, _ in prepared:  # warm-up calls, under the rules

@@ -1,0 +1,51 @@
+"""The buffers a worker hands to solve: each trial's inputs and outputs,
+built from the plan and seed the judge sent, inside guard bands the judge
+checks when they come back (judge.casework.Run.unpack)."""
+
+from __future__ import annotations
+
+from judge.protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
+
+
+def guarded(shape, dtype, fill_bits: int, guard: int, device: str):
+    """A tensor of `shape` inside a larger buffer whose guard bands hold
+    `fill_bits` (a 32-bit pattern, for float32 and int32 alike)."""
+    import torch
+    numel = 1
+    for d in shape:
+        numel *= d
+    buf = torch.empty(numel + 2 * guard, dtype=getattr(torch, dtype), device=device)
+    buf.view(torch.int32).fill_(fill_bits)
+    view = buf[guard:guard + numel].view(shape)
+    return buf, view
+
+
+def prepare(plan: dict, seed: int, device: str):
+    """Inputs in NaN-guarded buffers (an out-of-bounds read sees NaN, on the
+    CPU as on the GPU) and a poisoned output between guard patterns; an
+    in-place (inout) argument holds its input between output guards.
+    Returns the call's arguments and the buffers to send back, by name:
+    outputs (out and inout) and inputs (in)."""
+    import torch
+    from judge.cases import make_inputs
+    values = make_inputs(plan, seed, device)
+    args, outputs, inputs = [], {}, {}
+    for item in plan["call"]:
+        name, role = item["name"], item["role"]
+        if role == "dim":
+            args.append(int(item["value"]))
+            continue
+        spec = plan["inputs"].get(name) or plan["outputs"][name]
+        if role == "in":
+            buf, view = guarded(spec["shape"], spec.get("dtype", "float32"), POISON_BITS, INPUT_GUARD, device)
+            view.copy_(values[name])
+            inputs[name] = buf
+        else:
+            buf, view = guarded(spec["shape"], spec.get("dtype", "float32"), GUARD_BITS, OUTPUT_GUARD, device)
+            if role == "inout":
+                view.copy_(values[name])
+            else:
+                view.view(torch.int32).fill_(POISON_BITS)
+            outputs[name] = buf
+        args.append(view)
+    return args, outputs, inputs
