@@ -10,11 +10,11 @@ import os
 from pathlib import Path
 
 from . import timing
+from .cachedir import cache_dir
 
 
 def cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tritonjudge" / "baselines.json"
+    return cache_dir() / "baselines.json"
 
 
 def cache_key(challenge: str, shape: str, gpu: dict, versions: dict) -> str:

@@ -28,6 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from .cachedir import cache_dir
+
 JUDGE_ROOT = Path(__file__).resolve().parent.parent
 CACHE_S = 24 * 3600.0
 
@@ -57,8 +59,7 @@ def _runs(cmd: list[str]) -> bool:
 
 
 def _cache_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tritonjudge" / "sandbox.json"
+    return cache_dir() / "sandbox.json"
 
 
 def _cached(name: str, probe) -> Sandbox:

@@ -26,6 +26,8 @@ import sys
 import threading
 from pathlib import Path
 
+from .cachedir import cache_dir
+
 _SOURCES = ("worker/warmup.py", "worker/warmup_kernels.py")
 _build_lock = threading.Lock()
 _building: subprocess.Popen | None = None
@@ -38,8 +40,7 @@ def seed_path() -> Path:
     here = Path(__file__).resolve().parent
     for name in _SOURCES:
         digest.update((here / name).read_bytes())
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tritonjudge" / f"triton-seed-{digest.hexdigest()[:16]}"
+    return cache_dir() / f"triton-seed-{digest.hexdigest()[:16]}"
 
 
 def fill(cache: Path) -> bool:

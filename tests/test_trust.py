@@ -151,20 +151,23 @@ def test_timecheck_counts_the_head_start_only_where_the_calls_had_it():
                            harness) is None
 
 
+class _FakeStream:
+    """A CUDA stream as the fence sees it: what it was made to wait for."""
+
+    def __init__(self):
+        self.waited = []
+
+    def wait_stream(self, other):
+        self.waited.append(other)
+
+
 def test_work_on_another_stream_waits_for_the_timers_stream():
     """judge.worker.rules.after_start, called by the launch hook and the
     operator guard: during a timed call (the fence set), work queued on a
     stream other than the timer's waits for it; otherwise nothing is done."""
     from judge.worker import rules
 
-    class Stream:
-        def __init__(self):
-            self.waited = []
-
-        def wait_stream(self, other):
-            self.waited.append(other)
-
-    timer, side = Stream(), Stream()
+    timer, side = _FakeStream(), _FakeStream()
     rules.after_start(side)
     assert side.waited == []
     rules.fence(timer)
@@ -186,14 +189,7 @@ def test_the_operator_guard_fences_torch_work_during_a_timed_call(monkeypatch):
 
     from judge.worker import rules
 
-    class Stream:
-        def __init__(self):
-            self.waited = []
-
-        def wait_stream(self, other):
-            self.waited.append(other)
-
-    timer, side = Stream(), Stream()
+    timer, side = _FakeStream(), _FakeStream()
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: side)
     guard = rules.Guard()
     rules.fence(timer)

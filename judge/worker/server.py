@@ -113,6 +113,11 @@ def _short_traceback(exc: BaseException, limit: int = 4000) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
+def _as_bytes(buffers: list) -> list:
+    """Each tensor's bytes, for the socket (copied to the host first)."""
+    return [memoryview(b.cpu().numpy()).cast("B") for b in buffers]
+
+
 def classify(exc: BaseException) -> str:
     """The verdict an exception raised by the submission's own code earns."""
     name = type(exc).__name__
@@ -156,12 +161,12 @@ class Worker:
             if shared is not None:
                 self._shared = buffers
                 return self.reply(dict(header, shared=shared))
-        self.reply(header, [memoryview(b.cpu().numpy()).cast("B") for b in buffers])
+        self.reply(header, _as_bytes(buffers))
 
     def resend(self, msg: dict) -> None:
         """The last shared buffers again, as bytes (the judge could not map them)."""
         buffers, self._shared = self._shared, []
-        self.reply({"status": "ok"}, [memoryview(b.cpu().numpy()).cast("B") for b in buffers])
+        self.reply({"status": "ok"}, _as_bytes(buffers))
 
     def serve(self) -> None:
         from judge import protocol

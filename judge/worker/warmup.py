@@ -44,14 +44,11 @@ def warm(device: str) -> bool:
 
 def build_seed(seed: Path) -> int:
     """The judge's seed for graded workers' Triton caches (judge.warm_cache):
-    warm a scratch cache with the environment a worker gets, then move it
-    into place in one rename. Runs judge code only."""
+    warm a scratch cache, then move it into place in one rename. Runs judge
+    code only."""
     seed.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=seed.name + ".building-", dir=seed.parent))
-    from judge.isolation import INHERITED_ENV
-    for name in list(os.environ):
-        if name not in INHERITED_ENV and name != "PYTHONPATH":
-            del os.environ[name]
+    # The rest of the environment is a worker's already (judge.warm_cache.start_build).
     os.environ.update(TRITON_CACHE_DIR=str(scratch / "cache"), HOME=str(scratch), PYTHONDONTWRITEBYTECODE="1")
     ok = warm("cuda")
     try:
