@@ -44,7 +44,7 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
         shutil.copyfile(golden.path, folder / f"{file_id(golden)}.py")
         expected[file_id(golden)] = golden
     opts = BatchOptions(folder=folder, out=out, challenge=name, device=ns.device, gpus=ns.gpus, lanes=ns.lanes,
-                        seed=ns.seed, drift=ns.drift, ray=ns.ray)
+                        lanes_per_gpu=ns.lanes_per_gpu, seed=ns.seed, drift=ns.drift, ray=ns.ray)
     started = time.monotonic()
     outcome = run_batch(opts, Display)
     wall = time.monotonic() - started
@@ -61,22 +61,24 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
                         "grading_s": (row.get("result") or {}).get("duration_s"),
                         "phases": (row.get("result") or {}).get("phase_seconds")})
     return {"challenge": name, "files": len(files), "batch_wall_s": round(wall, 2), "drift": outcome.drift,
-            "lanes": (runs[-1].get("gpus") if runs else None), "device": runs[-1].get("device") if runs else None,
+            "lanes": sorted({r["lane"] for r in records if r.get("lane")}), "device": runs[-1].get("device") if runs else None,
             "device_name": next(((r.get("result") or {}).get("device_name") for r in rows if r.get("result")), None),
             "records": records}
 
 
 def markdown(report: dict) -> str:
-    lines = [f"# Batch of every example submission: {report['device_name']} × {report['lanes']} lane(s)", "",
+    lines = [f"# Batch of every example submission: {report['device_name']}, lanes {report['lanes']}", "",
              f"{report['files']} files, {len(report['batches'])} challenge(s), whole batch "
              f"{report['total_wall_s']:.1f} s wall (sum of the per-challenge batches); "
              f"{report['mismatches']} verdict(s) differ from expected.toml.", "",
-             "| challenge | files | batch wall s | lanes | drift (start → end ms, change) |", "|---|---|---|---|---|"]
+             "| challenge | files | batch wall s | s per file | lanes | drift (start → end ms, change) |",
+             "|---|---|---|---|---|---|"]
     for b in report["batches"]:
         d = b.get("drift") or {}
         drift = (f"{(d.get('start') or {}).get('latency_ms')} → {(d.get('end') or {}).get('latency_ms')} "
                  f"({d.get('change_percent')} %)") if d else "–"
-        lines.append(f"| {b['challenge']} | {b['files']} | {b['batch_wall_s']:.1f} | {b['lanes']} | {drift} |")
+        lines.append(f"| {b['challenge']} | {b['files']} | {b['batch_wall_s']:.1f} | "
+                     f"{b['batch_wall_s'] / max(1, b['files']):.1f} | {', '.join(b['lanes'] or [])} | {drift} |")
     lines += ["", "| file | expected | verdict | ok | lane | wall s | grading s | latency ms | TFLOPS |",
               "|---|---|---|---|---|---|---|---|---|"]
     for b in report["batches"]:
@@ -95,6 +97,7 @@ def main() -> int:
     ap.add_argument("--gpus", default="all", help="all or a list such as 0,1: one lane per GPU")
     ap.add_argument("--device", default=None, choices=["cpu", "cuda"])
     ap.add_argument("--lanes", type=int, default=1, help="CPU lanes (CPU mode only)")
+    ap.add_argument("--lanes-per-gpu", type=int, default=None, help="gradings sharing each GPU (default: auto)")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--drift", default="auto", help="auto (GPU: the first accepted example), none or a file")
     ap.add_argument("--only", nargs="*", default=[], help="only files whose path contains one of these")

@@ -10,6 +10,7 @@ the cases run: judge.slots.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import platform
@@ -22,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import timed, warm_cache
+from . import gpu_lock, timed, warm_cache
 from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
@@ -61,6 +62,9 @@ class GradeOptions(BaseModel):
     # On a GPU, large buffers cross from the worker by CUDA IPC (judge.cuda_ipc),
     # with the socket as the fallback; False: always the socket.
     share_gpu_buffers: bool = True
+    # A GPU shared with other gradings (judge.gpu_lock, "FOLDER#GPU"): the
+    # cases run beside theirs, the timing alone, in a worker of its own.
+    gpu_lock: str | None = None
 
 
 def choose_device(requested: str | None) -> str:
@@ -88,9 +92,16 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
     fresh process that has run nothing of any submission yet."""
     from . import challenge as challenges
     challenge = challenges.load(options.challenge)
-    cache = shared_cache(options.device or guess_device())
-    return [spawn(Path(path), options.device or guess_device(), options.limits, options.hidden_paths, cache)
-            for _ in range(slot_count(options, len(challenge.functional) + 2))]
+    device = options.device or guess_device()
+    cache = shared_cache(device)
+    return [spawn(Path(path), device, options.limits, options.hidden_paths, cache)
+            for _ in range(_worker_count(options, challenge, device))]
+
+
+def _worker_count(options: GradeOptions, challenge, device: str) -> int:
+    """The case slots, plus, on a shared GPU, the worker that times alone."""
+    cases = slot_count(options, len(challenge.functional) + 2)
+    return cases + (1 if options.gpu_lock and device == "cuda" else 0)
 
 
 def shared_cache(device: str) -> Path:
@@ -128,7 +139,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     cache = prestarted[0].triton_cache if prestarted else None
     cache = cache or shared_cache(guess)
     early = list(prestarted) if prestarted else [spawn(path, guess, options.limits, options.hidden_paths, cache)
-                                                 for _ in range(slot_count(options, len(challenge.functional) + 2))]
+                                                 for _ in range(_worker_count(options, challenge, guess))]
     try:
         device = choose_device(options.device)
         if device != guess:  # torch disagrees with the guess (say, a CPU build of torch on a GPU host)
@@ -163,40 +174,41 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     slots = [Slot(run) for _ in range(slot_count(options, len(ordered)))]
     for slot, worker in zip(slots, early):
         slot.worker, slot.loaded = worker, False
+    lock = gpu_lock.from_spec(options.gpu_lock) if device == "cuda" else None
+    alone = Slot(run)  # on a shared GPU: the worker that times, started now, loaded under the lock
+    if lock is not None and len(early) > len(slots):
+        alone.worker, alone.loaded = early[len(slots)], False
+    else:
+        for worker in early[len(slots):]:
+            worker.close()
     run.phases["setup"] = round(time.monotonic() - started, 3)
     try:
-        results, load_message = run_cases(run, ordered, slots)
+        with lock.shared(run.phases) if lock else contextlib.nullcontext():
+            results, load_message = run_cases(run, ordered, slots)
+            if lock:
+                stop_all(slots)  # none of its workers may outlive the lock
         verdict = _verdict(results)
         if verdict is Verdict.ACCEPTED:
             if device != "cuda":
                 timing_note = "not timed: latency is measured on a GPU only (this run used the Triton interpreter)"
             elif not options.time:
                 timing_note = "not timed: timing was turned off"
+            elif lock is None:
+                timing, performance = _time(run, slots[0], results)
             else:
-                slot = slots[0]
-                restart = slot.ensure()
-                if restart:
-                    results.append(unrun(challenge, challenge.performance, "performance", *restart))
-                else:
-                    clock = time.monotonic()
-                    timing, failure = timed.time_performance(run, challenge.performance, slot)
-                    # The judge's share: unpacking and checking the timed outputs.
-                    run.phases["timing_checks"] = round(time.monotonic() - clock
-                                                        - run.phases.get("timing_worker", 0.0), 3)
-                    if failure:
-                        results.append(failure)
-                    elif timing is not None:
-                        clock = time.monotonic()
-                        performance = timed.performance(run, challenge.performance, timing)
-                        run.phases["baselines"] = round(time.monotonic() - clock, 3)
-                verdict = _verdict(results)
+                with lock.exclusive(run.phases):
+                    try:
+                        timing, performance = _time(run, alone, results)
+                    finally:
+                        alone.stop()  # before the lock is released
+            verdict = _verdict(results)
     except Exception:  # noqa: BLE001 - a judge fault must still yield a result
         verdict = Verdict.INTERNAL_ERROR
         load_message = "the judge failed: " + traceback.format_exc(limit=6)[-3000:]
         timing = None
     finally:
         clock = time.monotonic()
-        stop_all(slots, also=[run.harness.close] if run.harness is not None else [])
+        stop_all(slots + [alone], also=[run.harness.close] if run.harness is not None else [])
         shutil.rmtree(cache, ignore_errors=True)
         run.phases["teardown"] = round(time.monotonic() - clock, 3)
 
@@ -214,6 +226,32 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         stderr=_join_capped(run.stderr, options.limits.output_cap_bytes),
         started_at=started_at, duration_s=round(time.monotonic() - started, 3), phase_seconds=run.phases,
     )
+
+
+def _time(run: Run, slot: Slot, results: list[CaseResult]) -> tuple[Timing | None, Performance | None]:
+    """Time the performance case in `slot` (loading its worker first when
+    it is fresh) and compare with the baselines; a failure is appended to
+    `results`."""
+    challenge = run.challenge
+    clock = time.monotonic()
+    restart = slot.ensure()
+    if restart:
+        results.append(unrun(challenge, challenge.performance, "performance", *restart))
+        return None, None
+    run.phases["timing_load"] = round(time.monotonic() - clock, 3)
+    clock = time.monotonic()
+    timing, failure = timed.time_performance(run, challenge.performance, slot)
+    # The judge's share: unpacking and checking the timed outputs.
+    run.phases["timing_checks"] = round(time.monotonic() - clock - run.phases.get("timing_worker", 0.0), 3)
+    if failure:
+        results.append(failure)
+        return None, None
+    if timing is None:
+        return None, None
+    clock = time.monotonic()
+    performance = timed.performance(run, challenge.performance, timing)
+    run.phases["baselines"] = round(time.monotonic() - clock, 3)
+    return timing, performance
 
 
 def scoring_for(challenge) -> ScoringPolicy:

@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .cachedir import cache_dir
+from .cachedir import cache_dir, write_json
 
 JUDGE_ROOT = Path(__file__).resolve().parent.parent
 CACHE_S = 24 * 3600.0
@@ -78,15 +78,9 @@ def _cached(name: str, probe) -> Sandbox:
     except (OSError, ValueError, TypeError, KeyError):
         known = {}
     box = probe()
-    try:
-        known = known if isinstance(known, dict) else {}
-        known[key] = {"at": time.time(), "sandbox": box.model_dump()}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, indent=1))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only home: probed again next time
+    known = known if isinstance(known, dict) else {}
+    known[key] = {"at": time.time(), "sandbox": box.model_dump()}
+    write_json(path, known)  # a read-only home: probed again next time
     return box
 
 

@@ -117,22 +117,27 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
     and every earlier one still runs. Returns the results and, when the file
     did not load, why."""
     challenge = run.challenge
-    clock = time.monotonic()
-    loads = in_threads([slot.ensure for slot in slots])
-    run.phases["load"] = round(time.monotonic() - clock, 3)
-    failed = next((f for f in loads if f), None)
-    if failed:
-        # The file did not load: the first case carries why, the rest do not run.
-        case, kind = ordered[0]
-        first = unrun(challenge, case, kind, *failed)
-        return [first] + [unrun(challenge, c, k, "not_run", not_run_reason(failed[0], True))
-                          for c, k in ordered[1:]], failed[1]
-
     results: list[CaseResult | None] = [None] * len(ordered)
     stop_at = [len(ordered)]  # index of the first case that stopped the run
     lock = threading.Lock()
     large = [i for i, (case, _) in enumerate(ordered) if run.is_large(case)]
     queues = assign([i for i in range(len(ordered)) if i not in large], ordered, run, len(slots), len(large))
+    load_failures: dict[int, tuple[str, str]] = {}  # slot number -> why its worker did not load the file
+
+    def load(number: int, slot: Slot) -> bool:
+        """Load the file in this slot's worker; each slot starts on its cases
+        as soon as its own worker is ready (workers started side by side
+        finish their start at different times). Any worker that cannot load
+        the file stops the run: the file did not load."""
+        clock = time.monotonic()
+        failed = slot.ensure()
+        if number == 0:
+            run.phases["load"] = round(time.monotonic() - clock, 3)
+        if failed:
+            with lock:
+                load_failures[number] = failed
+                stop_at[0] = 0
+        return not failed
 
     def run_one(index: int, slot: Slot) -> None:
         case, kind = ordered[index]
@@ -162,6 +167,8 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
             return None
 
     def serve(number: int, slot: Slot) -> None:
+        if not load(number, slot):
+            return
         if number == 0:  # the large cases, alone in their worker, beside the small ones
             own = queues[0]
             if own and own[0] == 0:  # the example first: most broken files stop there
@@ -177,10 +184,18 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
 
     clock = time.monotonic()
     in_threads([lambda n=n, slot=slot: serve(n, slot) for n, slot in enumerate(slots)])
-    run.phases["cases"] = round(time.monotonic() - clock, 3)
+    run.phases["cases"] = round(time.monotonic() - clock - run.phases.get("load", 0.0), 3)
     clock = time.monotonic()
     stop_all(slots[1:])  # the timing runs alone
     run.phases["stop_workers"] = round(time.monotonic() - clock, 3)
+    if load_failures:
+        # The file did not load: the first case carries why (the first
+        # slot's reason first), the rest do not run.
+        failed = load_failures[min(load_failures)]
+        case, kind = ordered[0]
+        first = unrun(challenge, case, kind, *failed)
+        return [first] + [unrun(challenge, c, k, "not_run", not_run_reason(failed[0], True))
+                          for c, k in ordered[1:]], failed[1]
     stop = stop_at[0]
     out = []
     for index, (case, kind) in enumerate(ordered):

@@ -41,6 +41,7 @@ RULE = "rule: the reported latency must be the latency the judge observes"
 NULL_SOLVE = Path(__file__).resolve().parent / "worker" / "null_solve.py"
 HARNESS_REPS = 60
 CACHE_S = 600.0  # a lane grading many files measures the harness again after this long
+DISK_CACHE_S = 3600.0  # across processes (judge.harness_store), where workers cannot write it
 _cache: dict[str, tuple[float, dict]] = {}
 
 
@@ -52,9 +53,11 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     with the same rules, hooks and audit hook, on buffers of the same plan,
     `reps` calls. Only judge code runs in that worker, so its report is
     trusted: per call, the judge's window less the events' time. Cached per
-    plan for CACHE_S in this process. `worker`: a started, not yet loaded
+    plan for CACHE_S in this process, and DISK_CACHE_S on disk where the
+    sandbox keeps workers from writing it (judge.harness_store). `worker`: a started, not yet loaded
     WorkerProcess on NULL_SOLVE (HarnessWorker starts one early).
     Returns {"per_call_s", "sync_s", "reps", "head_start_s"}."""
+    from . import harness_store
     from .isolation import Limits, WorkerProcess
     key = _key(plan, len(seeds), device, reps)
     hit = _cache.get(key)
@@ -62,6 +65,12 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
         if worker is not None:
             worker.close()
         return hit[1]
+    stored = harness_store.get(key, device, DISK_CACHE_S)
+    if stored is not None:
+        if worker is not None:
+            worker.close()
+        _cache[key] = (time.monotonic(), stored)
+        return stored
     own = worker is None
     worker = worker or WorkerProcess(NULL_SOLVE, device, limits or Limits())
     try:
@@ -83,6 +92,7 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     finally:
         worker.close()
     _cache[key] = (time.monotonic(), cost)
+    harness_store.put(key, device, cost)
     return cost
 
 
@@ -92,8 +102,11 @@ def _key(plan: dict, sets: int, device: str, reps: int = HARNESS_REPS) -> str:
 
 
 def is_cached(plan: dict, sets: int, device: str = "cuda") -> bool:
-    hit = _cache.get(_key(plan, sets, device))
-    return bool(hit and time.monotonic() - hit[0] < CACHE_S)
+    from . import harness_store
+    key = _key(plan, sets, device)
+    hit = _cache.get(key)
+    return bool(hit and time.monotonic() - hit[0] < CACHE_S) or \
+        harness_store.get(key, device, DISK_CACHE_S) is not None
 
 
 class HarnessWorker:

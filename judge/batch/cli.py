@@ -19,6 +19,9 @@ import click
 @click.option("--gpus", default=None, help="all (default) or a list such as 0,2: one lane per GPU.")
 @click.option("--lanes", type=click.IntRange(1, 64), default=1, show_default=True,
               help="CPU mode: submissions graded side by side (each grading uses --workers processes).")
+@click.option("--lanes-per-gpu", type=click.IntRange(1, 8), default=None,
+              help="GPU mode: submissions graded side by side on each GPU; their cases run together, each "
+                   "timing alone (the others wait). Default: one per 8 CPU cores of each GPU, 1 to 3.")
 @click.option("--workers", type=click.IntRange(1, 16), default=None,
               help="Worker processes per grading, as in judge submit.")
 @click.option("--policy", default=None, help="Tolerance policy (default: the challenge's).")
@@ -36,8 +39,8 @@ import click
               help="Grade on a Ray cluster (one task per file, one GPU each): auto joins the running "
                    "cluster, local starts one here. Needs the ray extra.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per finished submission (JSON lines).")
-def batch(folder, challenge_name, out, device, gpus, lanes, workers, policy, seed, scoring_file, roster, regrade,
-          drift, ray, as_json):
+def batch(folder, challenge_name, out, device, gpus, lanes, lanes_per_gpu, workers, policy, seed, scoring_file,
+          roster, regrade, drift, ray, as_json):
     """Grade every submission in FOLDER, each exactly as `judge submit` does.
 
     FOLDER holds .py files (the id is the file name) or one folder per
@@ -52,8 +55,8 @@ def batch(folder, challenge_name, out, device, gpus, lanes, workers, policy, see
     from .store import Store
 
     opts = BatchOptions(folder=folder, out=out, challenge=challenge_name, device=device, gpus=gpus, lanes=lanes,
-                        workers=workers, policy=policy, seed=seed, scoring=scoring_file, roster=roster,
-                        regrade=list(regrade), ray=ray, drift=drift)
+                        lanes_per_gpu=lanes_per_gpu, workers=workers, policy=policy, seed=seed,
+                        scoring=scoring_file, roster=roster, regrade=list(regrade), ray=ray, drift=drift)
     outcome = run_batch(opts, JsonLines if as_json else LivePanel)
     if as_json:
         return

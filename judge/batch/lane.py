@@ -38,6 +38,19 @@ def _die_with_parent() -> None:
 _ahead: dict = {}
 
 
+def options_for(request: dict):
+    """The request's GradeOptions, with this lane's share of its GPU (set by
+    the batch in the lane's environment: judge.batch.lanes.lane_specs)."""
+    from judge.grader import GradeOptions
+    options = GradeOptions.model_validate(request.get("options") or {})
+    if os.environ.get("JUDGE_GPU_LOCK"):
+        options.gpu_lock = os.environ["JUDGE_GPU_LOCK"]
+        share = float(os.environ.get("JUDGE_GPU_MEMORY_FRACTION") or 0)
+        if 0 < share < options.limits.gpu_memory_fraction:
+            options.limits.gpu_memory_fraction = share
+    return options
+
+
 def _prestart(request: dict | None) -> None:
     """Start the next file's workers now (grader.prestart), so that their
     start overlaps this file's grading; a fresh process each, that has run
@@ -45,9 +58,9 @@ def _prestart(request: dict | None) -> None:
     if not request:
         return
     try:
-        from judge.grader import GradeOptions, prestart
+        from judge.grader import prestart
         key = (request["path"], json.dumps(request.get("options"), sort_keys=True))
-        _ahead[key] = prestart(request["path"], GradeOptions.model_validate(request.get("options") or {}))
+        _ahead[key] = prestart(request["path"], options_for(request))
     except Exception:  # noqa: BLE001 - no head start: the grading starts its own workers
         pass
 
@@ -66,14 +79,14 @@ def _drop_ahead() -> None:
 
 
 def grade_request(request: dict) -> dict:
-    from judge.grader import GradeOptions, grade
+    from judge.grader import grade
     started = time.monotonic()
     key = (request.get("path"), json.dumps(request.get("options"), sort_keys=True))
     ready = _ahead.pop(key, None)
     _drop_ahead()  # workers started for any other file are not used
     _prestart(request.get("next"))
     try:
-        options = GradeOptions.model_validate(request.get("options") or {})
+        options = options_for(request)
         result = grade(request["path"], options, prestarted=ready) if ready else grade(request["path"], options)
         return {"job": request.get("job"), "result": result.model_dump(mode="json"),
                 "wall_s": round(time.monotonic() - started, 3)}

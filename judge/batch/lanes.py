@@ -1,8 +1,9 @@
 """Lanes: where submissions are graded, side by side. A lane is a child
-process (judge.batch.lane) grading one file at a time; on a GPU host there is
-one lane per GPU, pinned with CUDA_VISIBLE_DEVICES, so a submission is timed
-with nothing else running on its GPU. Results come back to the batch
-process, the store's one writer, as events on a queue."""
+process (judge.batch.lane) grading one file at a time; on a GPU host there
+are one or more lanes per GPU, pinned with CUDA_VISIBLE_DEVICES; lanes that
+share a GPU run their cases side by side and time alone (judge.gpu_lock),
+so a submission is timed with nothing else running on its GPU. Results come
+back to the batch process, the store's one writer, as events on a queue."""
 
 from __future__ import annotations
 
@@ -43,10 +44,30 @@ class LaneSpec:
     env: dict = field(default_factory=dict)  # overrides, e.g. CUDA_VISIBLE_DEVICES
 
 
-def lane_specs(device: str, gpus: list[int], cpu_lanes: int) -> list[LaneSpec]:
+def lane_specs(device: str, gpus: list[int], cpu_lanes: int, per_gpu: int = 1, lock_folder: Path | None = None,
+               gpu_memory_fraction: float | None = None) -> list[LaneSpec]:
+    """One lane per GPU, or `per_gpu` lanes sharing each GPU through its lock
+    (judge.gpu_lock, in `lock_folder`), each worker then held to
+    `gpu_memory_fraction` of it; CPU lanes otherwise."""
     if device == "cuda":
-        return [LaneSpec(f"gpu{g}", {"CUDA_VISIBLE_DEVICES": str(g)}) for g in gpus]
+        specs = []
+        for g in gpus:
+            for i in range(max(1, per_gpu)):
+                env = {"CUDA_VISIBLE_DEVICES": str(g)}
+                if per_gpu > 1:
+                    env["JUDGE_GPU_LOCK"] = f"{lock_folder}#{g}"
+                    if gpu_memory_fraction:
+                        env["JUDGE_GPU_MEMORY_FRACTION"] = str(gpu_memory_fraction)
+                specs.append(LaneSpec(f"gpu{g}" if per_gpu <= 1 else f"gpu{g}.{i}", env))
+        return specs
     return [LaneSpec(f"cpu{i}", {"CUDA_VISIBLE_DEVICES": ""}) for i in range(max(1, cpu_lanes))]
+
+
+def auto_lanes_per_gpu(gpus: int) -> int:
+    """Gradings sharing each GPU when not asked: compiling is CPU work, so
+    a second grading per GPU pays where each has about a dozen cores."""
+    cores = os.cpu_count() or 1
+    return max(1, min(3, cores // max(1, gpus) // 8))
 
 
 def visible_gpus(spec: str | None) -> list[int]:

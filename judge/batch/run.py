@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import challenge as challenges
 from ..errors import UsageError
 from .discover import Discovery, discover, read_roster
-from .lanes import Event, Job, LanePool, lane_specs, visible_gpus
+from .lanes import Event, Job, LanePool, auto_lanes_per_gpu, lane_specs, visible_gpus
 from .store import Store
 
 STAGE_PREFIX = "_grading_"
@@ -31,7 +31,8 @@ class BatchOptions:
     challenge: str = "matrix_multiplication"
     device: str | None = None
     gpus: str | None = None
-    lanes: int = 1  # CPU lanes (a GPU host has one per GPU)
+    lanes: int = 1  # CPU lanes
+    lanes_per_gpu: int | None = None  # GPU lanes sharing each GPU (None: judge.batch.lanes.auto_lanes_per_gpu)
     workers: int | None = None
     policy: str | None = None
     seed: int | None = None
@@ -72,6 +73,18 @@ def grade_options(opts: BatchOptions, device: str, seed: int) -> dict:
         raise UsageError(f"policy {policy!r} is not defined for {challenge.name} "
                          f"(defined: {', '.join(challenge.tolerance.allowed_policies)})")
     return options.model_dump(mode="json")
+
+
+def gpu_share(options: dict, per_gpu: int) -> float | None:
+    """Each worker's fraction of a GPU that `per_gpu` gradings share: their
+    case workers together stay within 90% of it, so one file's allocations
+    cannot starve a neighbour's (judge.isolation.Limits.gpu_memory_fraction)."""
+    if per_gpu <= 1:
+        return None
+    from ..grader import GradeOptions
+    from ..slots import slot_count
+    workers = slot_count(GradeOptions.model_validate(options), 64)
+    return int(900 / (per_gpu * workers)) / 1000  # rounded down
 
 
 def config_key(options: dict) -> str:
@@ -160,7 +173,9 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
         from .ray_backend import RayPool
         pool = RayPool(opts.ray, device)
     else:
-        pool = LanePool(lane_specs(device, gpus, opts.lanes), log=opts.out / "lanes.log")
+        per_gpu = opts.lanes_per_gpu or (auto_lanes_per_gpu(len(gpus)) if device == "cuda" else 1)
+        pool = LanePool(lane_specs(device, gpus, opts.lanes, per_gpu, opts.out.resolve() / "gpu-locks",
+                                   gpu_share(options, per_gpu)), log=opts.out / "lanes.log")
     run_id = store.start_run(challenge=opts.challenge, policy=options.get("policy"), seed=seed, device=device,
                              backend=f"ray:{opts.ray}" if opts.ray else "lanes", options=options,
                              versions=versions(), gpus=gpus)

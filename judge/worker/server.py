@@ -204,6 +204,8 @@ class Worker:
                 cuda_ipc.bind()
             except cuda_ipc.Unavailable:
                 pass  # buffers go by the socket
+            from judge.worker import autotune
+            autotune.install()
         else:
             from judge.worker import interpret
             interpret.install(emulate_tf32=msg.get("emulate_tf32", True))
@@ -300,9 +302,11 @@ class Worker:
         if self.device == "cpu" and msg.get("interpreter_budget_s"):
             from judge.worker import interpret
             interpret.set_budget(float(msg["interpreter_budget_s"]))
+        from judge.worker import autotune
         for seed in msg["seeds"]:
             args, outputs, inputs = buffers_mod.prepare(msg["plan"], seed, self.device)
-            failure = self._call(args)
+            with autotune.quick(msg.get("quick_autotune")):
+                failure = self._call(args)
             if failure:
                 return self.reply(failure)
             buffers += self._ordered(outputs)

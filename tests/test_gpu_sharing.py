@@ -1,0 +1,151 @@
+"""Several gradings on one GPU (judge batch --lanes-per-gpu): the lock that
+lets their cases run together and each timing alone, the lanes that share a
+GPU, and each worker's share of its memory."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from judge.batch import lane as lane_mod
+from judge.batch.lanes import auto_lanes_per_gpu, lane_specs
+from judge.batch.run import gpu_share
+from judge.gpu_lock import GpuLock, from_spec
+
+
+def test_cases_share_the_gpu_and_a_timing_is_alone(tmp_path):
+    lock = GpuLock(tmp_path, "0")
+    events: list[tuple[float, str]] = []
+    first_in = threading.Event()
+    timing_waits = threading.Event()
+
+    def cases(name: str, hold: float, after=None):
+        if after is not None:
+            after.wait()
+        with lock.shared():
+            events.append((time.monotonic(), f"{name} in"))
+            first_in.set()
+            time.sleep(hold)
+            events.append((time.monotonic(), f"{name} out"))
+
+    def timing():
+        first_in.wait()
+        time.sleep(0.05)
+        timing_waits.set()
+        with lock.exclusive(waited := {}):
+            events.append((time.monotonic(), "timing in"))
+            time.sleep(0.2)
+            events.append((time.monotonic(), "timing out"))
+        assert waited["gpu_wait_timing"] > 0.1
+
+    threads = [threading.Thread(target=cases, args=("a", 0.5)), threading.Thread(target=timing),
+               threading.Thread(target=cases, args=("late", 0.1, timing_waits))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    order = [what for _, what in sorted(events)]
+    # The timing waited for the cases under way, and a grading that came
+    # while it waited did not start its cases before it.
+    assert order.index("timing in") > order.index("a out")
+    assert order.index("late in") > order.index("timing out")
+
+
+def test_cases_overlap_each_other(tmp_path):
+    lock = GpuLock(tmp_path, "1")
+    inside = []
+    peak = [0]
+    guard = threading.Lock()
+
+    def cases():
+        with lock.shared():
+            with guard:
+                inside.append(1)
+                peak[0] = max(peak[0], len(inside))
+            time.sleep(0.3)
+            with guard:
+                inside.pop()
+
+    threads = [threading.Thread(target=cases) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert peak[0] == 3
+
+
+def test_lock_spec():
+    assert from_spec(None) is None
+    lock = from_spec("/tmp/x#3")
+    assert lock.lock.name == "gpu3.lock" and str(lock.folder) == "/tmp/x"
+
+
+def test_lanes_that_share_a_gpu(tmp_path):
+    specs = lane_specs("cuda", [0, 1], 1, per_gpu=2, lock_folder=tmp_path, gpu_memory_fraction=0.1)
+    assert [s.name for s in specs] == ["gpu0.0", "gpu0.1", "gpu1.0", "gpu1.1"]
+    assert specs[1].env == {"CUDA_VISIBLE_DEVICES": "0", "JUDGE_GPU_LOCK": f"{tmp_path}#0",
+                            "JUDGE_GPU_MEMORY_FRACTION": "0.1"}
+    assert lane_specs("cuda", [0], 1, per_gpu=1)[0].env == {"CUDA_VISIBLE_DEVICES": "0"}
+
+
+def test_workers_of_lanes_sharing_a_gpu_fit_in_it():
+    assert gpu_share({"workers": 4}, 1) is None
+    share = gpu_share({"workers": 4}, 2)
+    assert 0 < share * 2 * 4 <= 0.9
+
+
+def test_automatic_lanes_per_gpu(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert auto_lanes_per_gpu(1) == 2 and auto_lanes_per_gpu(2) == 1
+    monkeypatch.setattr("os.cpu_count", lambda: 128)
+    assert auto_lanes_per_gpu(1) == 3
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert auto_lanes_per_gpu(1) == 1
+
+
+def test_a_lane_applies_its_share_of_the_gpu(monkeypatch):
+    request = {"path": "x.py", "options": {"challenge": "relu", "device": "cuda"}}
+    monkeypatch.delenv("JUDGE_GPU_LOCK", raising=False)
+    alone = lane_mod.options_for(request)
+    assert alone.gpu_lock is None and alone.limits.gpu_memory_fraction == 0.5
+    monkeypatch.setenv("JUDGE_GPU_LOCK", "/tmp/locks#0")
+    monkeypatch.setenv("JUDGE_GPU_MEMORY_FRACTION", "0.11")
+    shared = lane_mod.options_for(request)
+    assert shared.gpu_lock == "/tmp/locks#0" and shared.limits.gpu_memory_fraction == 0.11
+
+
+@pytest.mark.gpu
+def test_two_lanes_share_one_gpu(tmp_path):
+    """Four matrix multiplication files in two lanes on one GPU: each gets
+    its expected verdict, the accepted ones a latency near their
+    one-lane grading's."""
+    import shutil
+
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from judge.batch.progress import Display
+    from judge.batch.run import BatchOptions, run_batch
+    from judge.batch.store import Store
+    from tests.helpers import ROOT
+    folder = tmp_path / "class"
+    folder.mkdir()
+    files = {"grid_2d.py": "accepted", "grouped_1d.py": "accepted"}
+    for name in files:
+        shutil.copy(ROOT / "submissions" / "correct" / name, folder / name)
+    shutil.copy(ROOT / "submissions" / "wrong" / "missing_mask.py", folder / "missing_mask.py")
+    files["missing_mask.py"] = "wrong_answer"
+
+    run_batch(BatchOptions(folder=folder, out=tmp_path / "out", device="cuda", lanes_per_gpu=2, drift="none"),
+              Display)
+    store = Store.open_existing(tmp_path / "out")
+    try:
+        rows = {r["id"]: r for r in store.rows()}
+    finally:
+        store.close()
+    for name, verdict in files.items():
+        assert rows[name.removesuffix(".py")]["verdict"] == verdict, rows[name.removesuffix(".py")]
+    latencies = [rows[n.removesuffix(".py")]["latency_ms"] for n, v in files.items() if v == "accepted"]
+    assert all(lat and 5 < lat < 20 for lat in latencies), latencies
