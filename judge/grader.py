@@ -136,10 +136,8 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     started = time.monotonic()
     # Start the workers before importing torch here: both take seconds.
     guess = options.device or guess_device()
-    cache = prestarted[0].triton_cache if prestarted else None
-    cache = cache or shared_cache(guess)
-    early = list(prestarted) if prestarted else [spawn(path, guess, options.limits, options.hidden_paths, cache)
-                                                 for _ in range(_worker_count(options, challenge, guess))]
+    early = list(prestarted) if prestarted else prestart(path, options)
+    cache = early[0].triton_cache or shared_cache(guess)
     try:
         device = choose_device(options.device)
         if device != guess:  # torch disagrees with the guess (say, a CPU build of torch on a GPU host)

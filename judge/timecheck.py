@@ -40,7 +40,7 @@ RULE = "rule: the reported latency must be the latency the judge observes"
 
 NULL_SOLVE = Path(__file__).resolve().parent / "worker" / "null_solve.py"
 HARNESS_REPS = 60
-CACHE_S = 600.0  # a lane grading many files measures the harness again after this long
+CACHE_S = 600.0  # in this process; then the disk's answer, or a new measurement
 DISK_CACHE_S = 3600.0  # across processes (judge.harness_store), where workers cannot write it
 _cache: dict[str, tuple[float, dict]] = {}
 
@@ -54,23 +54,18 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     `reps` calls. Only judge code runs in that worker, so its report is
     trusted: per call, the judge's window less the events' time. Cached per
     plan for CACHE_S in this process, and DISK_CACHE_S on disk where the
-    sandbox keeps workers from writing it (judge.harness_store). `worker`: a started, not yet loaded
-    WorkerProcess on NULL_SOLVE (HarnessWorker starts one early).
+    sandbox keeps workers from writing it (judge.harness_store). `worker`:
+    a started, not yet loaded WorkerProcess on NULL_SOLVE (HarnessWorker
+    starts one early).
     Returns {"per_call_s", "sync_s", "reps", "head_start_s"}."""
     from . import harness_store
     from .isolation import Limits, WorkerProcess
     key = _key(plan, len(seeds), device, reps)
-    hit = _cache.get(key)
-    if hit and time.monotonic() - hit[0] < CACHE_S:
+    known = _known(key, device)
+    if known is not None:
         if worker is not None:
             worker.close()
-        return hit[1]
-    stored = harness_store.get(key, device, DISK_CACHE_S)
-    if stored is not None:
-        if worker is not None:
-            worker.close()
-        _cache[key] = (time.monotonic(), stored)
-        return stored
+        return known
     own = worker is None
     worker = worker or WorkerProcess(NULL_SOLVE, device, limits or Limits())
     try:
@@ -101,12 +96,20 @@ def _key(plan: dict, sets: int, device: str, reps: int = HARNESS_REPS) -> str:
     return json.dumps([device, plan, sets, reps], sort_keys=True, default=str)
 
 
-def is_cached(plan: dict, sets: int, device: str = "cuda") -> bool:
+def _known(key: str, device: str) -> dict | None:
+    """A cost measured lately: in this process, else on disk."""
     from . import harness_store
-    key = _key(plan, sets, device)
     hit = _cache.get(key)
-    return bool(hit and time.monotonic() - hit[0] < CACHE_S) or \
-        harness_store.get(key, device, DISK_CACHE_S) is not None
+    if hit and time.monotonic() - hit[0] < CACHE_S:
+        return hit[1]
+    stored = harness_store.get(key, device, DISK_CACHE_S)
+    if stored is not None:
+        _cache[key] = (time.monotonic(), stored)
+    return stored
+
+
+def is_cached(plan: dict, sets: int, device: str = "cuda") -> bool:
+    return _known(_key(plan, sets, device), device) is not None
 
 
 class HarnessWorker:
