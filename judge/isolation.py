@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import cuda_ipc, protocol, reaper
+from . import cuda_ipc, protocol, reaper, triton_key
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
 from .sandbox import JUDGE_ROOT, Sandbox, detect_sandbox, readonly_plan, sandbox_for, unshare_prefix, bwrap_prefix
 
@@ -152,6 +152,7 @@ class WorkerProcess:
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
+        env.update(triton_key.worker_env(self.device))
         return env
 
     def _worker_command(self, fd: int) -> list[str]:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 TIMED_SETS = 3  # buffer sets rotated while timing (refilled with fresh data every call)
 CHECKSUM_TOLERANCE = 1e-7  # of the challenge's checksum scale: see stale_calls
-SAMPLED_CALLS = 24  # timed calls recomputed in full when the challenge has no cheap checksum
+SAMPLED_CALLS = 16  # timed calls recomputed in full (both sums): see stale_calls
 SUM_SLACK = 1e-6  # of Σ|expected|: float32 rounding of every output, many times over
 
 
@@ -154,26 +154,37 @@ def _record_steps(run: Run, reply: dict) -> None:
 
 def stale_calls(run: Run, plan: dict, base: int, checks: list) -> list[int]:
     """Timed calls whose output check sums are not the ones their fresh
-    inputs imply: skipped, cached or changed work. With the challenge's
-    cheap checksum every call is checked (for matmul, (1ᵀA)(B1): two data
-    sets of the performance case differ by ~3e-6 of the scale, float32 or
-    TF32 rounding by ~1e-9; the bound sits between); without one, a sample
-    of calls the worker cannot predict is recomputed in full."""
+    inputs imply: skipped, cached or changed work.
+
+    - Where the challenge has a cheap checksum, every call's plain sum is
+      checked with it (for matmul, (1ᵀA)(B1): two data sets of the
+      performance case differ by ~3e-6 of the scale, float32 or TF32
+      rounding by ~1e-9; the bound sits between).
+    - Always, SAMPLED_CALLS calls the worker cannot predict are recomputed
+      in full and both their sums checked, the plain and the one with ±1
+      weights by position. A plain sum alone can be met cheaply without the
+      work (one element holding (1ᵀA)(B1), a copy for a transpose); the
+      weighted one cannot. A median moves only if over half the timed
+      calls are faked, and then all the sampled calls miss them with
+      probability under 2^-SAMPLED_CALLS."""
     checksum = run.challenge.checksum_fn()
-    stale = []
+    stale: set[int] = set()
     if checksum is not None:
         for r, _, total, *_ in checks:
             expected, scale = checksum(case_data.make_inputs(plan, case_data.call_seed(base, int(r)), run.device))
             if not math.isfinite(total) or abs(total - expected) > CHECKSUM_TOLERANCE * scale + 1e-30:
-                stale.append(int(r))
-        return stale
+                stale.add(int(r))
     import torch
     # Seeded by the secret: the worker cannot know which calls are recomputed.
     pick = random.Random(case_data.case_seed(run.secret, run.challenge.name, run.seed, "sampled calls", base))
     sample = sorted(pick.sample(range(len(checks)), min(SAMPLED_CALLS, len(checks))))
     atol, rtol = run.policy.allclose or (0.0, 0.0)
     for index in sample:
-        r, _, total, weighted = checks[index]
+        r, _, total, *rest = checks[index]
+        if not rest:  # a report without the weighted sum cannot be checked
+            stale.add(int(r))
+            continue
+        weighted = rest[0]
         expected = run.expected(case_data.make_inputs(plan, case_data.call_seed(base, int(r)), run.device))
         ref = torch.cat([expected[name].float32().reshape(-1).to(torch.float64) for name in sorted(expected)])
         weights = torch.cat([case_data.check_weights(expected[name].exact.numel(), ref.device)
@@ -181,9 +192,9 @@ def stale_calls(run: Run, plan: dict, base: int, checks: list) -> list[int]:
         allowed = float((atol + rtol * ref.abs()).sum() + SUM_SLACK * ref.abs().sum()) + 1e-30
         for got, want in ((total, float(ref.sum())), (weighted, float((ref * weights).sum()))):
             if not math.isfinite(float(got)) or abs(float(got) - want) > allowed:
-                stale.append(int(r))
+                stale.add(int(r))
                 break
-    return stale
+    return sorted(stale)
 
 
 def baselines(run: Run, case: Case) -> tuple[dict[str, dict] | None, str | None]:

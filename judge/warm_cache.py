@@ -26,6 +26,7 @@ import sys
 import threading
 from pathlib import Path
 
+from . import triton_key
 from .cachedir import cache_dir
 
 _SOURCES = ("worker/warmup.py", "worker/warmup_kernels.py")
@@ -65,6 +66,7 @@ def start_build(seed: Path) -> None:
         from .isolation import INHERITED_ENV, JUDGE_ROOT
         env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}  # no secret
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(JUDGE_ROOT), env.get("PYTHONPATH")) if p)
+        env.update(triton_key.worker_env("cuda"))
         _building = subprocess.Popen([sys.executable, "-m", "judge.worker.warmup", "--seed", str(seed)],
                                      env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)

@@ -181,9 +181,14 @@ def test_gpu_fixture_verdict(name):
         assert result.latency_ms is not None and result.latency_ms > 2.0
     if name == "side_stream_head_start.py":
         # The same kernel as the honest example, on the default stream.
+        # Measured on the H100 (bench/results/cost_key_sampling_h100.md): both
+        # 0.015 ms. Without the fence its kernels would run inside the head
+        # start and the events would see a few microseconds. The honest
+        # kernel's fastest call is the yardstick: its median can stray
+        # from one grading to the next, its fastest call hardly at all.
         honest = grade(FIXTURES.parent.parent / "challenges" / "reduction" / "examples" / "correct_atomic_chunks.py", options)
-        assert honest.latency_ms is not None and result.latency_ms is not None
-        assert result.latency_ms > 0.6 * honest.latency_ms, (result.latency_ms, honest.latency_ms)
+        assert honest.timing is not None and result.latency_ms is not None
+        assert result.latency_ms > 0.6 * honest.timing.min_ms, (result.timing, honest.timing)
 
 
 @pytest.mark.gpu

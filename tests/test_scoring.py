@@ -52,22 +52,62 @@ def test_policy_from_files(tmp_path):
         load_policy(tmp_path / "missing.toml")
 
 
+def _checking_run(challenge: str):
+    from pathlib import Path
+
+    from judge.challenge import load
+    from judge.grader import GradeOptions
+    return _Run(load(challenge), Path("unused.py"), "cpu", GradeOptions(challenge=challenge, device="cpu", seed=5))
+
+
+def _sums(run, plan, base, r, output_of):
+    """A timed call's report: [r, set, plain sum, ±1-weighted sum] of the output `output_of` makes."""
+    from judge import cases
+    made = cases.make_inputs(plan, cases.call_seed(base, r), "cpu")
+    out = output_of(made).reshape(-1).double()
+    return [r, r % 3, float(out.sum()), float((out * cases.check_weights(out.numel(), "cpu")).sum())]
+
+
 def test_every_timed_call_is_checked_against_its_fresh_inputs():
     from judge import cases
-    from judge.challenge import load
 
-    run = _Run.__new__(_Run)  # only what stale_calls needs
-    run.challenge, run.device = load("matrix_multiplication"), "cpu"
-    case = run.challenge.case("primes_medium")
-    plan = cases.input_plan(run.challenge, case)
+    run = _checking_run("matrix_multiplication")
+    plan = cases.input_plan(run.challenge, run.challenge.case("primes_medium"))
     base = 1234
-
-    def honest_total(r):
-        made = cases.make_inputs(plan, cases.call_seed(base, r), "cpu")
-        return float((made["a"] @ made["b"]).double().sum())
-
-    checks = [[r, r % 3, honest_total(r)] for r in range(4)]
+    honest = lambda made: made["a"] @ made["b"]  # noqa: E731
+    checks = [_sums(run, plan, base, r, honest) for r in range(4)]
     assert timed.stale_calls(run, plan, base, checks) == []
-    checks.append([4, 1, honest_total(1)])  # a cached answer, replayed on new data
-    checks.append([5, 2, math.nan])  # a call that left the poison
-    assert timed.stale_calls(run, plan, base, checks) == [4, 5]
+    checks.append([4, 1] + checks[1][2:])  # a cached answer, replayed on new data
+    checks.append([5, 2, math.nan, math.nan])  # a call that left the poison
+    checks.append([6, 0, checks[0][2]])  # a report without its weighted sum
+    assert timed.stale_calls(run, plan, base, checks) == [4, 5, 6]
+
+
+def test_a_fake_output_with_the_right_plain_sum_is_caught_by_the_weighted_one(monkeypatch):
+    """(1ᵀA)(B1) in one element and zeros elsewhere meets matmul's cheap
+    checksum without the product's work; a transpose that only copies meets
+    the plain sum of a transpose. Both are caught on the calls sampled."""
+    from judge import cases
+
+    run = _checking_run("matrix_multiplication")
+    plan = cases.input_plan(run.challenge, run.challenge.case("primes_medium"))
+    base = 99
+
+    def one_element(made):
+        c = (made["a"] @ made["b"]).zero_()
+        c.view(-1)[0] = float(made["a"].double().sum(0) @ made["b"].double().sum(1))
+        return c
+    checks = [_sums(run, plan, base, r, one_element) for r in range(6)]
+    with monkeypatch.context() as patch:
+        patch.setattr(timed, "SAMPLED_CALLS", 0)
+        assert timed.stale_calls(run, plan, base, checks) == []  # the cheap checksum alone is met
+    assert timed.stale_calls(run, plan, base, checks) == list(range(6))
+
+    run = _checking_run("matrix_transpose")
+    case = run.challenge.functional[-1]
+    plan = cases.input_plan(run.challenge, case)
+    name = next(iter(plan["inputs"]))
+    copies = [_sums(run, plan, base, r, lambda made: made[name].clone()) for r in range(3)]
+    assert timed.stale_calls(run, plan, base, copies) == [0, 1, 2]
+    honest = [_sums(run, plan, base, r, lambda made: made[name].t().contiguous()) for r in range(3)]
+    assert timed.stale_calls(run, plan, base, honest) == []

@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch  # noqa: F401  pyflakes: ignore
     import triton  # noqa: F401  pyflakes: ignore
     imported = time.monotonic()
-    from judge.worker import warmup
+    from judge.worker import tritonkey, warmup
+    tritonkey.install()  # the judge's hash of Triton's files: not computed again here
     warmup.warm(ns.device)  # before any request: nothing of a submission has run
     # Where a worker's start went (reported with its load: a diagnosis only).
     startup = {"import_s": round(imported - began, 3), "warmup_s": round(time.monotonic() - imported, 3)}
