@@ -25,6 +25,7 @@ TIMED_SETS = 3  # buffer sets rotated while timing (refilled with fresh data eve
 CHECKSUM_TOLERANCE = 1e-7  # of the challenge's checksum scale: see stale_calls
 SAMPLED_CALLS = 16  # timed calls recomputed in full (both sums): see stale_calls
 SUM_SLACK = 1e-6  # of Σ|expected|: float32 rounding of every output, many times over
+ACCOUNT_RULE = "rule: the timing report must account for every timed call"
 
 
 def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None, CaseResult | None]:
@@ -68,8 +69,12 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
         # Each set's buffers hold the data of the last timed call made on it.
         last = [int(r) if r is not None else None for r in raw["last_call"]]
         final_seeds = [seeds[i] if r is None else case_data.call_seed(base, r) for i, r in enumerate(last)]
-    except (KeyError, TypeError, ValueError) as exc:
+        unaccounted = unaccounted_calls(raw, len(seeds))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
         failure.status, failure.message = "runtime_error", f"malformed timing from the worker: {exc}"
+        return None, failure
+    if unaccounted:
+        failure.status, failure.message = "rejected", f"{ACCOUNT_RULE}: {unaccounted}"
         return None, failure
     _record_steps(run, reply)
     clock = time.monotonic()
@@ -150,6 +155,26 @@ def _record_steps(run: Run, reply: dict) -> None:
     for name, value in steps.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             run.phases[f"timing_{name}"] = round(float(value), 3)
+
+
+def unaccounted_calls(raw: dict, sets: int) -> str:
+    """What the worker's timing report leaves out, or "": one check-sum
+    entry per timed call, calls 0 … reps−1 in order, on the `sets` input
+    sets in turn, and each set's last call where the rotation puts it. The
+    worker's timer writes exactly that; a report that keeps only some calls'
+    sums (a timer patched to drop the faked ones) or points the final
+    output check at an earlier call does not."""
+    reps = int(raw["reps"])
+    if int(raw["sets"]) != sets:
+        return f"timed on {raw['sets']} input sets, not the {sets} the judge asked for"
+    calls = [int(check[0]) for check in raw["checks"]]
+    if calls != list(range(reps)):
+        return f"{reps} calls timed, check sums for {len(calls)} ({calls[:5]}…)"
+    last = [int(r) if r is not None else None for r in raw["last_call"]]
+    expected = [max(range(i, reps, sets), default=None) for i in range(sets)]
+    if last != expected:
+        return f"the last call on each input set is given as {last}, not {expected}"
+    return ""
 
 
 def stale_calls(run: Run, plan: dict, base: int, checks: list) -> list[int]:

@@ -111,3 +111,23 @@ def test_a_fake_output_with_the_right_plain_sum_is_caught_by_the_weighted_one(mo
     assert timed.stale_calls(run, plan, base, copies) == [0, 1, 2]
     honest = [_sums(run, plan, base, r, lambda made: made[name].t().contiguous()) for r in range(3)]
     assert timed.stale_calls(run, plan, base, honest) == []
+
+def _report(reps: int, sets: int = 3) -> dict:
+    """A timing report's shape as the worker's timer writes it."""
+    return {"reps": reps, "sets": sets, "checks": [[r, r % sets, 0.0, 0.0] for r in range(reps)],
+            "last_call": [max(range(i, reps, sets), default=None) for i in range(sets)]}
+
+
+def test_a_report_must_account_for_every_timed_call():
+    assert timed.unaccounted_calls(_report(10), 3) == ""
+    assert timed.unaccounted_calls(_report(2), 3) == ""  # a set never used: no last call
+    dropped = _report(500)
+    dropped["checks"] = dropped["checks"][:10]  # only the honest calls' sums kept
+    assert "500 calls timed, check sums for 10" in timed.unaccounted_calls(dropped, 3)
+    shuffled = _report(6)
+    shuffled["checks"][1], shuffled["checks"][2] = shuffled["checks"][2], shuffled["checks"][1]
+    assert timed.unaccounted_calls(shuffled, 3)
+    early = _report(9)
+    early["last_call"] = [0, 1, 2]  # the final check pointed at the first calls
+    assert "last call" in timed.unaccounted_calls(early, 3)
+    assert "input sets" in timed.unaccounted_calls(_report(9, sets=1), 3)
