@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from . import timing
-from .cachedir import cache_dir
+from .cachedir import cache_dir, read_json
 
 
 def cache_path() -> Path:
@@ -23,10 +23,7 @@ def cache_key(challenge: str, shape: str, gpu: dict, versions: dict) -> str:
 
 
 def _read_cache() -> dict:
-    try:
-        return json.loads(cache_path().read_text())
-    except (OSError, ValueError):
-        return {}
+    return read_json(cache_path())
 
 
 def measure_all(calls: dict, repeats_budget_s: float = 2.0) -> dict[str, dict]:

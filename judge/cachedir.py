@@ -12,6 +12,17 @@ def cache_dir() -> Path:
     return Path(base) / "tritonjudge"
 
 
+def read_json(path: Path) -> dict:
+    """The JSON object kept at `path`, or {} where there is none or it is
+    not one (a missing, half-written or foreign file is measured again)."""
+    import json
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def write_json(path: Path, data) -> bool:
     """Replace the file at `path` with `data` as JSON in one rename (a reader
     never sees half a file); False where it cannot be written (a read-only

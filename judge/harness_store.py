@@ -18,7 +18,7 @@ import os
 import time
 from pathlib import Path
 
-from .cachedir import cache_dir, write_json
+from .cachedir import cache_dir, read_json, write_json
 
 _TIMING_CODE = ("timing.py", "timecheck.py", "worker/server.py", "worker/buffers.py", "worker/rules.py",
                 "worker/null_solve.py")
@@ -54,11 +54,7 @@ def _full_key(key: str) -> str:
 
 
 def _read() -> dict:
-    try:
-        known = json.loads(_path().read_text())
-        return known if isinstance(known, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    return read_json(_path())
 
 
 def get(key: str, device: str, max_age_s: float) -> dict | None:

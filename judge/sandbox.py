@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .cachedir import cache_dir, write_json
+from .cachedir import cache_dir, read_json, write_json
 
 JUDGE_ROOT = Path(__file__).resolve().parent.parent
 CACHE_S = 24 * 3600.0
@@ -70,15 +70,14 @@ def _cached(name: str, probe) -> Sandbox:
                       shutil.which("unshare"), platform.release(), os.environ.get("JUDGE_NO_SANDBOX"),
                       os.environ.get("CUDA_VISIBLE_DEVICES"), jail.stat().st_mtime_ns if jail.exists() else None])
     path = _cache_file()
+    known = read_json(path)
+    hit = known.get(key)
     try:
-        known = json.loads(path.read_text())
-        hit = known.get(key) if isinstance(known, dict) else None
         if hit and time.time() - float(hit["at"]) < CACHE_S:
             return Sandbox(**hit["sandbox"])
-    except (OSError, ValueError, TypeError, KeyError):
-        known = {}
+    except (ValueError, TypeError, KeyError):
+        pass
     box = probe()
-    known = known if isinstance(known, dict) else {}
     known[key] = {"at": time.time(), "sandbox": box.model_dump()}
     write_json(path, known)  # a read-only home: probed again next time
     return box

@@ -18,7 +18,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .cachedir import cache_dir, write_json
+from .cachedir import cache_dir, read_json, write_json
 
 ENV = "JUDGE_TRITON_KEY"
 
@@ -65,14 +65,10 @@ def value() -> str | None:
         return None
     if current in _known:
         return _known[current]
-    try:
-        import json
-        saved = json.loads(_store().read_text())
-        if saved.get("stamp") == current and isinstance(saved.get("key"), str):
-            _known[current] = saved["key"]
-            return saved["key"]
-    except (OSError, ValueError, AttributeError):
-        pass
+    saved = read_json(_store())
+    if saved.get("stamp") == current and isinstance(saved.get("key"), str):
+        _known[current] = saved["key"]
+        return saved["key"]
     try:
         from triton.runtime.cache import triton_key
         key = triton_key()
