@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cases as case_data
-from . import source_scan
+from . import clock, source_scan
 from .challenge import Case, Challenge
 from .compare import Comparison, Expected, Trial, policy_for
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
@@ -44,7 +44,7 @@ class Run:
         self.also = [policy_for(challenge, name) for name in options.also_policies]
         self.seed = options.seed if options.seed is not None else case_data.new_run_seed()
         self.secret = case_data.load_secret()
-        self.deadline = time.monotonic() + self.limits.total_timeout_s
+        self.deadline = clock.now() + self.limits.total_timeout_s  # judge.clock: pauses do not count
         self.stdout: list[str] = []
         self.stderr: list[str] = []
         self.reference = challenge.reference_fn()
@@ -59,7 +59,7 @@ class Run:
     # --- workers -------------------------------------------------------------
 
     def time_left(self, per_request: float) -> float:
-        return max(0.1, min(per_request, self.deadline - time.monotonic()))
+        return max(0.1, min(per_request, self.deadline - clock.now()))
 
     def collect_output(self, out: str, err: str) -> None:
         if out:
@@ -161,7 +161,7 @@ class Run:
             if reason:
                 result.status, result.message = "skipped", reason
                 return result
-        if time.monotonic() >= self.deadline:
+        if clock.now() >= self.deadline:
             result.message = f"not run: the submission's {self.limits.total_timeout_s:.0f} s limit is spent"
             return result
         started = time.monotonic()

@@ -45,7 +45,9 @@ class _Handle(ctypes.Structure):
 
 _driver = None
 _bind_lock = threading.Lock()
-_fetch_lock = threading.Lock()  # one mapping at a time: a handle opened twice in a process is refused
+# One mapping at a time (a handle opened twice in a process is refused);
+# also held by a grading that steps aside for a timing (judge.gpu_lock).
+FETCH_LOCK = threading.Lock()
 
 
 def bind():
@@ -169,7 +171,7 @@ def fetch(descriptors, max_bytes: int, paused=contextlib.nullcontext) -> list:
     import torch
     parsed = _parse(descriptors, max_bytes)
     drv = bind()
-    with _fetch_lock:
+    with FETCH_LOCK:
         _make_current(drv, torch)
         mapped: dict[bytes, tuple[int, int]] = {}
         try:

@@ -14,9 +14,18 @@ lock, two files in a folder of the judge's:
   measure the judge's own baselines.
 
 A grading waiting to time closes the gate: no grading starts its cases
-until the timing has run, so a timing waits at most for the cases under
-way. flock(2) locks die with their process, so a lane that crashes frees
-the GPU.
+until the timing has run. It also raises a flag (a third file, held
+shared while it waits): a grading whose cases are under way and that
+knows how to pause its processes (judge.gpu_pause) steps aside. It lets
+its own checks on the GPU finish, pauses its workers (their queued GPU
+work drained, then stopped), releases the lock, and takes it back once
+the timing is over, through the gate like any grading; then it resumes
+them. Its deadlines stand still meanwhile (judge.clock). A grading that
+cannot pause (a kernel of its never ends) keeps the lock, and the timing
+waits for its cases to end, as it would without pausing.
+
+flock(2) locks die with their process, so a lane that crashes frees the
+GPU, and a timing that crashes lets the paused gradings go on.
 """
 
 from __future__ import annotations
@@ -24,8 +33,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 import time
 from pathlib import Path
+from typing import Callable
+
+from . import clock
 
 
 class GpuLock:
@@ -33,6 +46,7 @@ class GpuLock:
         self.folder = Path(folder)
         self.gate = self.folder / f"gpu{gpu}.gate"
         self.lock = self.folder / f"gpu{gpu}.lock"
+        self.want = self.folder / f"gpu{gpu}.want"  # held shared by a timing that waits
 
     def _take(self, path: Path, mode: int) -> int:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -52,37 +66,132 @@ class GpuLock:
             os.close(fd)
 
     @contextlib.contextmanager
-    def shared(self, waited: dict | None = None, name: str = "gpu_wait_cases"):
+    def shared(self, waited: dict | None = None, name: str = "gpu_wait_cases",
+               pauser: Callable | None = None, quiet: tuple = ()):
         """Cases: beside other gradings' cases, never beside a timing.
-        `waited[name]`: seconds spent waiting for the lock."""
-        clock = time.monotonic()
+        `waited[name]`: seconds spent waiting for the lock. `pauser`: makes
+        a judge.gpu_pause.Pause of this process's workers; with it the
+        grading steps aside for a timing that waits, after taking the
+        `quiet` locks (held by the judge's own GPU work), and
+        `waited["gpu_paused"]` says for how long in all."""
+        clock_start = time.monotonic()
         gate = self._take(self.gate, fcntl.LOCK_EX)  # closed while a timing waits or runs
         try:
             held = self._take(self.lock, fcntl.LOCK_SH)
         finally:
             self._free(gate)
-        _note(waited, name, clock)
+        _note(waited, name, clock_start)
+        aside = _StepAside(self, held, pauser, quiet) if pauser is not None else None
+        if aside is not None:
+            aside.start()
         try:
             yield
         finally:
+            if aside is not None:
+                held = aside.finish()  # holding the lock again, its processes resumed
+                if waited is not None and aside.paused_s:
+                    waited["gpu_paused"] = round(aside.paused_s, 3)
             self._free(held)
 
     @contextlib.contextmanager
     def exclusive(self, waited: dict | None = None, name: str = "gpu_wait_timing"):
         """Timing: alone on the GPU."""
-        clock = time.monotonic()
+        clock_start = time.monotonic()
         gate = self._take(self.gate, fcntl.LOCK_EX)
         try:
-            held = self._take(self.lock, fcntl.LOCK_EX)
+            flag = self._take(self.want, fcntl.LOCK_SH)  # gradings under way: step aside
+            try:
+                held = self._take(self.lock, fcntl.LOCK_EX)
+            finally:
+                self._free(flag)
         except BaseException:
             self._free(gate)
             raise
-        _note(waited, name, clock)
+        _note(waited, name, clock_start)
         try:
             yield
         finally:
             self._free(held)
             self._free(gate)
+
+
+class _StepAside(threading.Thread):
+    """Watches for a timing that waits, and steps the grading aside for it
+    (see the module's docstring). finish() ends the watch and returns the
+    lock's descriptor, held shared again."""
+
+    POLL_S = 0.02
+    RETRY_S = (1.0, 2.0, 5.0)  # after a pause that failed: try again later, less often
+
+    def __init__(self, lock: GpuLock, held: int, pauser: Callable, quiet: tuple):
+        super().__init__(name="gpu-step-aside", daemon=True)
+        self.lock, self.held, self.pauser, self.quiet = lock, held, pauser, quiet
+        self.closing = threading.Event()
+        self.paused_s = 0.0
+        self.failures: list[str] = []
+        self._retry_at = 0.0
+        self._flag = os.open(lock.want, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def run(self) -> None:
+        while not self.closing.wait(self.POLL_S):
+            if time.monotonic() >= self._retry_at and self._timing_waits():
+                self._step_aside()
+
+    def finish(self) -> int:
+        self.closing.set()
+        self.join()
+        os.close(self._flag)
+        return self.held
+
+    def _timing_waits(self) -> bool:
+        try:
+            fcntl.flock(self._flag, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._flag, fcntl.LOCK_UN)
+        return False
+
+    def _step_aside(self) -> None:
+        with contextlib.ExitStack() as stack:
+            for lock in self.quiet:  # the judge's own GPU work (checks, copies) finishes first
+                stack.enter_context(lock)
+            pause = self.pauser()
+            started = time.monotonic()
+            with clock.paused():
+                try:
+                    if not pause.stop():
+                        self.failures.append(pause.failure or "pause failed")
+                        self._retry_at = time.monotonic() + self.RETRY_S[min(len(self.failures),
+                                                                             len(self.RETRY_S)) - 1]
+                        return
+                    self.lock._free(self.held)
+                    self.held = self._take_back(pause)
+                finally:
+                    pause.resume()
+                    self.paused_s += time.monotonic() - started
+
+    def _take_back(self, pause) -> int:
+        """The lock, shared, once no timing holds the gate; meanwhile every
+        process this grading starts is paused as it appears."""
+        while True:
+            try:
+                pause.sweep()
+            except Exception:  # noqa: BLE001 - /proc moved under us: the next sweep sees it
+                pass
+            try:
+                gate = os.open(self.lock.gate, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(gate)
+                    time.sleep(self.POLL_S)
+                    continue
+                try:
+                    return self.lock._take(self.lock.lock, fcntl.LOCK_SH)
+                finally:
+                    self.lock._free(gate)
+            except OSError:
+                time.sleep(self.POLL_S)
 
 
 def _note(waited: dict | None, name: str, since: float) -> None:

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import gpu_lock, timed, warm_cache
+from . import cuda_ipc, gpu_lock, gpu_pause, timed, warm_cache
 from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
@@ -181,7 +181,10 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
             worker.close()
     run.phases["setup"] = round(time.monotonic() - started, 3)
     try:
-        with lock.shared(run.phases) if lock else contextlib.nullcontext():
+        # Stepping aside for another grading's timing (judge.gpu_lock) waits
+        # for the judge's own GPU work: the checks and the copies by CUDA IPC.
+        step_aside = dict(pauser=gpu_pause.pauser(), quiet=(run.checking, cuda_ipc.FETCH_LOCK)) if lock else {}
+        with lock.shared(run.phases, **step_aside) if lock else contextlib.nullcontext():
             results, load_message = run_cases(run, ordered, slots)
             if lock:
                 stop_all(slots)  # none of its workers may outlive the lock

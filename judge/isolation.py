@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import cuda_ipc, protocol, reaper, triton_key
+from . import clock, cuda_ipc, protocol, reaper, triton_key
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
 from .sandbox import JUDGE_ROOT, Sandbox, detect_sandbox, readonly_plan, sandbox_for, unshare_prefix, bwrap_prefix
 
@@ -256,11 +256,11 @@ class WorkerProcess:
         (judge.cuda_ipc); they come back as uint8 CUDA tensors, the judge's
         own copies, instead of bytearrays."""
         assert self.sock is not None and self.proc is not None
-        deadline = time.monotonic() + timeout_s
+        deadline = clock.now() + timeout_s  # a pause of this grading's workers does not count (judge.clock)
         share = share and self.device == "cuda" and self.can_share
         try:
             protocol.send(self.sock, dict(header, share=True) if share else header)
-            reply, blobs = protocol.recv(self.sock, deadline=deadline, max_blob_bytes=max_blob_bytes)
+            reply, blobs = protocol.recv(self.sock, deadline, max_blob_bytes, now=clock.now)
             if "shared" not in reply:
                 return reply, blobs
             if not share or blobs:
@@ -271,7 +271,7 @@ class WorkerProcess:
                 # Not a verdict: this worker's buffers come by the socket from now on.
                 self.can_share = False
                 protocol.send(self.sock, {"op": "bytes"})
-                again, blobs = protocol.recv(self.sock, deadline=deadline, max_blob_bytes=max_blob_bytes)
+                again, blobs = protocol.recv(self.sock, deadline, max_blob_bytes, now=clock.now)
                 if again.get("status") != "ok":
                     raise ProtocolError("the worker did not resend its buffers") from None
                 return reply, blobs

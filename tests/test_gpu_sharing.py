@@ -4,6 +4,7 @@ GPU, and each worker's share of its memory."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -24,6 +25,7 @@ def test_cases_share_the_gpu_and_a_timing_is_alone(tmp_path):
     def cases(name: str, hold: float, after=None):
         if after is not None:
             after.wait()
+            time.sleep(0.1)  # the timing has closed the gate by now
         with lock.shared():
             events.append((time.monotonic(), f"{name} in"))
             first_in.set()
@@ -149,3 +151,54 @@ def test_two_lanes_share_one_gpu(tmp_path):
         assert rows[name.removesuffix(".py")]["verdict"] == verdict, rows[name.removesuffix(".py")]
     latencies = [rows[n.removesuffix(".py")]["latency_ms"] for n, v in files.items() if v == "accepted"]
     assert all(lat and 5 < lat < 20 for lat in latencies), latencies
+
+
+@pytest.mark.gpu
+def test_a_timing_does_not_wait_for_a_looping_grading(tmp_path):
+    """A grading whose solve loops forever holds the GPU's lock for its
+    cases (60 s limit); a timing that comes meanwhile gets the GPU within
+    seconds: the grading's worker is drained by the driver's checkpoint
+    lock and stopped while the timing holds the GPU, then goes on, and its
+    time limit does not count the pause (still time_limit_exceeded)."""
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from judge import gpu_pause
+    from judge.grader import GradeOptions, grade
+    from tests.helpers import ROOT
+    if gpu_pause.driver() is None:
+        pytest.skip("the driver has no checkpoint lock (CUDA 12.8+ drivers)")
+    spec = f"{tmp_path / 'locks'}#0"
+    lock = GpuLock(tmp_path / "locks", "0")
+    found: dict = {}
+
+    def looping():
+        found["result"] = grade(ROOT / "submissions" / "faults" / "infinite_loop.py",
+                                GradeOptions(device="cuda", gpu_lock=spec, workers=2))
+
+    thread = threading.Thread(target=looping)
+    thread.start()
+    time.sleep(20)  # past its start and load: its first case is looping
+    asked = time.monotonic()
+    with lock.exclusive():
+        waited = time.monotonic() - asked
+        mine = gpu_pause.descendants(os.getpid())
+        stopped = [pid for pid in mine if _state(pid) == "T"]
+        time.sleep(3)
+    time.sleep(0.5)
+    still = [pid for pid in gpu_pause.descendants(os.getpid()) if _state(pid) == "T"]
+    thread.join(180)
+    result = found["result"]
+    assert waited < 10, waited
+    assert stopped and not still, (mine, stopped, still)
+    assert result.verdict == "time_limit_exceeded", result.message
+    assert result.phase_seconds.get("gpu_paused", 0.0) >= 3, result.phase_seconds
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return "gone"
+    return stat[stat.rfind(")") + 2]

@@ -1,0 +1,185 @@
+"""Pausing a grading's processes so that another grading can time alone on
+their GPU (trusted side; judge.gpu_lock decides when).
+
+A process is paused in two steps. The driver's checkpoint lock
+(cuCheckpointProcessLock, CUDA 12.8+ drivers) waits for the GPU work the
+process has queued to finish and blocks its further CUDA calls; SIGSTOP
+then stops it on the CPU as well. A process without CUDA yet is only
+stopped: it cannot start GPU work while stopped. Children are found by
+walking /proc from the judge's own pid, and the walk is repeated until no
+new process shows up (a stopped process cannot fork), so a process a
+submission forks, or one whose parent died (they reparent to the judge,
+judge.reaper), is paused too.
+
+A process whose queued work does not finish within the lock's timeout (a
+kernel that never ends) cannot be paused: the whole pause is undone and
+the caller keeps the GPU to itself, as if pausing did not exist.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import threading
+from pathlib import Path
+
+CUDA_SUCCESS = 0
+CUDA_ERROR_NOT_INITIALIZED = 3  # the target has no CUDA context: stopping it is enough
+LOCK_TIMEOUT_MS = 2000  # far above any honest case's kernel, which the lock waits for
+
+
+class _LockArgs(ctypes.Structure):
+    _fields_ = [("timeout_ms", ctypes.c_uint), ("reserved0", ctypes.c_uint), ("reserved1", ctypes.c_uint64 * 7)]
+
+
+class _UnlockArgs(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_uint64 * 8)]
+
+
+class Driver:
+    """The driver's checkpoint lock through ctypes."""
+
+    def __init__(self, lib):
+        self._lock = lib.cuCheckpointProcessLock
+        self._unlock = lib.cuCheckpointProcessUnlock
+        for fn, args in ((self._lock, [ctypes.c_int, ctypes.POINTER(_LockArgs)]),
+                         (self._unlock, [ctypes.c_int, ctypes.POINTER(_UnlockArgs)])):
+            fn.argtypes, fn.restype = args, ctypes.c_int
+
+    def lock(self, pid: int, timeout_ms: int = LOCK_TIMEOUT_MS) -> int:
+        args = _LockArgs(timeout_ms=timeout_ms)
+        return int(self._lock(pid, ctypes.byref(args)))
+
+    def unlock(self, pid: int) -> int:
+        return int(self._unlock(pid, ctypes.byref(_UnlockArgs())))
+
+
+_driver: list = []  # [Driver | None] once looked up
+_driver_guard = threading.Lock()
+
+
+def driver() -> Driver | None:
+    """The checkpoint lock of this host's driver, or None (no NVIDIA driver,
+    or one too old to have it)."""
+    with _driver_guard:
+        if not _driver:
+            found = None
+            try:
+                lib = ctypes.CDLL("libcuda.so.1")
+                if lib.cuInit(0) == CUDA_SUCCESS:
+                    found = Driver(lib)
+            except (OSError, AttributeError):
+                found = None
+            _driver.append(found)
+        return _driver[0]
+
+
+def pauser():
+    """A maker of Pause for this process's children, or None where the
+    driver has no checkpoint lock (a grading then never steps aside)."""
+    found = driver()
+    if found is None:
+        return None
+    return lambda: Pause(driver=found)
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below `root` (children first), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) < 2 or fields[0] in ("Z", "X"):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+class Pause:
+    """The processes below `root`, paused by stop() and resumed by resume().
+    `driver`: the checkpoint lock, or None where no process can hold GPU
+    work (a host without a GPU: tests)."""
+
+    def __init__(self, root: int | None = None, driver: Driver | None = None,
+                 lock_timeout_ms: int = LOCK_TIMEOUT_MS):
+        self.root = os.getpid() if root is None else root
+        self.driver = driver
+        self.lock_timeout_ms = lock_timeout_ms
+        self.stopped: list[int] = []  # SIGSTOP sent, in order
+        self.locked: list[int] = []  # holding the driver's checkpoint lock
+        self.failure: str | None = None
+
+    def stop(self) -> bool:
+        """Pause every process below the root; False (everything resumed,
+        `failure` says why) when one could not be paused."""
+        if not self.sweep(strict=True):
+            self.resume()
+            return False
+        return True
+
+    def sweep(self, strict: bool = False) -> bool:
+        """Pause the processes that appeared since the last sweep, until a
+        walk finds none. With `strict`, stop at the first one that cannot be
+        paused and return False; otherwise stop it anyway (a process born
+        during a pause has had no time to queue GPU work)."""
+        while True:
+            new = [pid for pid in descendants(self.root) if pid not in self.stopped]
+            if not new:
+                return True
+            for pid in new:
+                if not self._pause_one(pid) and strict:
+                    return False
+
+    def _pause_one(self, pid: int) -> bool:
+        ok = True
+        if self.driver is not None:
+            rc = self.driver.lock(pid, self.lock_timeout_ms)
+            if rc == CUDA_SUCCESS:
+                self.locked.append(pid)
+            elif rc != CUDA_ERROR_NOT_INITIALIZED and _alive(pid):
+                self.failure = f"process {pid}: the driver's checkpoint lock failed with CUDA error {rc}"
+                ok = False
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.stopped.append(pid)
+        return ok
+
+    def resume(self) -> None:
+        """Undo stop() and sweep(): continue every process, then unlock the
+        locked ones (their CUDA calls resume). Never raises."""
+        for pid in self.stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self.driver is not None:
+            for pid in self.locked:
+                try:
+                    self.driver.unlock(pid)
+                except Exception:  # noqa: BLE001 - a process gone meanwhile
+                    pass
+        self.stopped, self.locked = [], []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

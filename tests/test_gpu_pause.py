@@ -1,0 +1,215 @@
+"""A grading that shares its GPU steps aside for another's timing: its
+processes paused (judge.gpu_pause), the lock handed over and taken back
+(judge.gpu_lock), its deadlines standing still meanwhile (judge.clock).
+Without a GPU the processes are only stopped; the driver's checkpoint lock
+is faked to show what a refusal does."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from judge import clock, protocol
+from judge.errors import WorkerTimeout
+from judge.gpu_lock import GpuLock
+from judge.gpu_pause import Pause, descendants
+
+# A parent that starts a child and waits: both sleep in short steps.
+FAMILY = ("import subprocess, sys, time\n"
+          "child = subprocess.Popen([sys.executable, '-c', 'import time\\nwhile True: time.sleep(0.01)'])\n"
+          "print(child.pid, flush=True)\n"
+          "while True: time.sleep(0.01)\n")
+
+
+@pytest.fixture
+def family():
+    """(parent, child pid): a process with a child of its own."""
+    parent = subprocess.Popen([sys.executable, "-c", FAMILY], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    yield parent, child
+    subprocess.run(["kill", "-9", str(child)], check=False)
+    parent.kill()
+    parent.wait()
+
+
+def state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    return stat[stat.rfind(")") + 2]
+
+
+def wait_for_state(pid: int, wanted: bool, timeout: float = 5.0) -> bool:
+    """Whether the process is stopped (`wanted` True) or not, within `timeout`."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if (state(pid) == "T") == wanted:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+class FakeDriver:
+    """The checkpoint lock, refused for the pids in `refuse`."""
+
+    def __init__(self, refuse=()):
+        self.refuse = set(refuse)
+        self.locked: list[int] = []
+        self.unlocked: list[int] = []
+
+    def lock(self, pid, timeout_ms=0):
+        if pid in self.refuse:
+            return 600  # CUDA_ERROR_NOT_READY: work still queued at the timeout
+        self.locked.append(pid)
+        return 0
+
+    def unlock(self, pid):
+        self.unlocked.append(pid)
+        return 0
+
+
+def test_descendants_reach_grandchildren(family):
+    parent, child = family
+    found = descendants(parent.pid)
+    assert child in found and parent.pid not in found
+    assert parent.pid in descendants(os.getpid())
+
+
+def test_a_pause_stops_a_family_and_resume_lets_it_go(family):
+    parent, child = family
+    driver = FakeDriver()
+    pause = Pause(root=parent.pid, driver=driver)
+    assert pause.stop()
+    assert state(child) == "T"
+    assert driver.locked == [child]
+    pause.resume()
+    assert wait_for_state(child, False)
+    assert driver.unlocked == [child]
+
+
+def test_a_refused_lock_undoes_the_whole_pause(family):
+    parent, child = family
+    pause = Pause(root=parent.pid, driver=FakeDriver(refuse={child}))
+    assert not pause.stop()
+    assert "CUDA error 600" in pause.failure
+    assert wait_for_state(child, False)
+
+
+def test_the_clock_stands_still_while_paused():
+    before = clock.now()
+    paused_before = clock.paused_seconds()
+    with clock.paused():
+        inside = clock.now()
+        time.sleep(0.2)
+        assert clock.now() == inside
+    assert clock.paused_seconds() - paused_before >= 0.2
+    assert clock.now() - before < 0.15  # the 0.2 s inside did not count
+
+
+def test_a_pause_moves_a_requests_deadline():
+    judge_end, worker_end = socket.socketpair()
+    try:
+        # The answer comes after 0.5 s; the deadline is 0.2 s away, but the
+        # clock stands still for 0.6 s of the wait.
+        def worker():
+            with clock.paused():
+                time.sleep(0.5)
+                protocol.send(worker_end, {"status": "ok"})
+                time.sleep(0.1)
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        reply, _ = protocol.recv(judge_end, clock.now() + 0.2, now=clock.now)
+        thread.join()
+        assert reply["status"] == "ok"
+        # Without a pause the same wait ends at its deadline.
+        with pytest.raises(WorkerTimeout):
+            protocol.recv(judge_end, clock.now() + 0.2, now=clock.now)
+    finally:
+        judge_end.close()
+        worker_end.close()
+
+
+def _grading_beside_a_timing(tmp_path, family, driver, hold_s=3.0):
+    """One grading holds its cases' lock for `hold_s` with the family as its
+    processes; a timing comes 0.2 s later. Returns what each saw."""
+    parent, child = family
+    lock = GpuLock(tmp_path, "0")
+    seen: dict = {}
+    cases_in = threading.Event()
+
+    def cases():
+        waited: dict = {}
+        with lock.shared(waited, pauser=lambda: Pause(root=parent.pid, driver=driver), quiet=(threading.Lock(),)):
+            cases_in.set()
+            time.sleep(hold_s)
+        seen["cases_out"] = time.monotonic()
+        seen["paused"] = waited.get("gpu_paused", 0.0)
+
+    def timing():
+        cases_in.wait()
+        time.sleep(0.2)
+        asked = time.monotonic()
+        with lock.exclusive():
+            seen["timing_waited"] = time.monotonic() - asked
+            seen["stopped_while_timing"] = state(child) == "T"
+            time.sleep(0.3)
+        seen["resumed_after"] = wait_for_state(child, False)
+
+    threads = [threading.Thread(target=cases), threading.Thread(target=timing)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return seen
+
+
+def test_a_grading_steps_aside_for_a_timing(tmp_path, family):
+    seen = _grading_beside_a_timing(tmp_path, family, FakeDriver())
+    # The timing did not wait for the 3 s of cases; the grading's processes
+    # were stopped while it ran and went on after it; the grading knows.
+    assert seen["timing_waited"] < 1.5, seen
+    assert seen["stopped_while_timing"] and seen["resumed_after"], seen
+    assert seen["paused"] >= 0.3, seen
+
+
+def test_a_grading_that_cannot_pause_keeps_the_gpu(tmp_path, family):
+    parent, child = family
+    seen = _grading_beside_a_timing(tmp_path, family, FakeDriver(refuse={child}), hold_s=1.5)
+    # Its processes were never left stopped; the timing waited for its cases.
+    assert seen["timing_waited"] > 1.0, seen
+    assert not seen["stopped_while_timing"], seen
+    assert seen["paused"] < 1.0, seen
+
+
+def test_stepping_aside_waits_for_the_judges_own_gpu_work(tmp_path, family):
+    parent, child = family
+    lock = GpuLock(tmp_path, "0")
+    judge_work = threading.Lock()
+    seen: dict = {}
+    cases_in = threading.Event()
+
+    def cases():
+        with lock.shared(pauser=lambda: Pause(root=parent.pid, driver=FakeDriver()), quiet=(judge_work,)):
+            with judge_work:  # a check on the GPU, under way when the timing comes
+                cases_in.set()
+                time.sleep(1.0)
+            seen["check_done"] = time.monotonic()
+            time.sleep(1.0)
+
+    def timing():
+        cases_in.wait()
+        with lock.exclusive():
+            seen["timing_in"] = time.monotonic()
+
+    threads = [threading.Thread(target=cases), threading.Thread(target=timing)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert seen["timing_in"] >= seen["check_done"] - 0.05, seen
