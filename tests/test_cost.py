@@ -104,3 +104,18 @@ def test_the_judges_stand_in_submission_runs_anywhere():
             "m.solve(torch.zeros(4), torch.zeros(4), 4); m.solve(); print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_first_torch_op_under_the_guard_imports_no_compiler():
+    """torch wraps a dispatch mode's handler in a dynamo guard that imports
+    torch._dynamo (sympy, ~900 modules, 2-5 s) at the first op under it:
+    every worker of a solve that calls torch.zero_ paid that, the timing's
+    worker inside its exclusive hold of the GPU."""
+    code = ("import sys, torch\n"
+            "from judge.worker.rules import Guard\n"
+            "with Guard()._make_mode():\n"
+            "    torch.zeros(4).zero_()\n"
+            "print('torch._dynamo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

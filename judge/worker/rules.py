@@ -133,6 +133,13 @@ class Guard:
         guard = self
 
         class OpGuard(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls):
+                # Otherwise torch wraps __torch_dispatch__ in a dynamo guard
+                # that imports torch._dynamo (sympy and ~900 modules, 2-5 s
+                # in a worker) at the first torch op of a submission's solve.
+                return False
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 guard.check_op(func, args, kwargs, guard.inside_triton())
