@@ -24,6 +24,14 @@ them. Its deadlines stand still meanwhile (judge.clock). A grading that
 cannot pause (a kernel of its never ends) keeps the lock, and the timing
 waits for its cases to end, as it would without pausing.
 
+The judge's own processes that hold no lock are kept still as well, with
+SIGSTOP alone (only judge code has run in them, no submission's): a
+grading's workers started ahead (importing torch, warming up on the GPU)
+while the grading waits at the closed gate, and, while a grading times,
+its other processes (the next file's workers a batch lane starts early),
+all but the worker that is timed and the judge's stand-in that measures
+the timer.
+
 flock(2) locks die with their process, so a lane that crashes frees the
 GPU, and a timing that crashes lets the paused gradings go on.
 """
@@ -67,19 +75,25 @@ class GpuLock:
 
     @contextlib.contextmanager
     def shared(self, waited: dict | None = None, name: str = "gpu_wait_cases",
-               pauser: Callable | None = None, quiet: tuple = ()):
+               pauser: Callable | None = None, quiet: tuple = (), still: Callable | None = None):
         """Cases: beside other gradings' cases, never beside a timing.
         `waited[name]`: seconds spent waiting for the lock. `pauser`: makes
         a judge.gpu_pause.Pause of this process's workers; with it the
         grading steps aside for a timing that waits, after taking the
         `quiet` locks (held by the judge's own GPU work), and
-        `waited["gpu_paused"]` says for how long in all."""
+        `waited["gpu_paused"]` says for how long in all. `still(spare)`:
+        makes a SIGSTOP-only judge.gpu_pause.Pause of this process's own
+        processes, which keeps them stopped while a timing holds the gate."""
         clock_start = time.monotonic()
-        gate = self._take(self.gate, fcntl.LOCK_EX)  # closed while a timing waits or runs
+        waiting = _Still(still)
         try:
-            held = self._take(self.lock, fcntl.LOCK_SH)
+            gate = self._take_gate(waiting)  # closed while a timing waits or runs
+            try:
+                held = self._take(self.lock, fcntl.LOCK_SH)
+            finally:
+                self._free(gate)
         finally:
-            self._free(gate)
+            waiting.resume()
         _note(waited, name, clock_start)
         aside = _StepAside(self, held, pauser, quiet) if pauser is not None else None
         if aside is not None:
@@ -94,10 +108,18 @@ class GpuLock:
             self._free(held)
 
     @contextlib.contextmanager
-    def exclusive(self, waited: dict | None = None, name: str = "gpu_wait_timing"):
-        """Timing: alone on the GPU."""
+    def exclusive(self, waited: dict | None = None, name: str = "gpu_wait_timing",
+                  still: Callable | None = None, spare: Callable = tuple):
+        """Timing: alone on the GPU. With `still` (see shared), this
+        process's own processes are stopped while it waits at the gate, and
+        while it holds the GPU all but the pids `spare()` names (the worker
+        timed, the timer's stand-in) and what is below them."""
         clock_start = time.monotonic()
-        gate = self._take(self.gate, fcntl.LOCK_EX)
+        waiting = _Still(still)
+        try:
+            gate = self._take_gate(waiting)
+        finally:
+            waiting.resume()
         try:
             flag = self._take(self.want, fcntl.LOCK_SH)  # gradings under way: step aside
             try:
@@ -108,11 +130,59 @@ class GpuLock:
             self._free(gate)
             raise
         _note(waited, name, clock_start)
+        own = _Still(still, spare=[pid for pid in spare() if pid])
         try:
+            own.stop()
             yield
         finally:
+            own.resume()
             self._free(held)
             self._free(gate)
+
+    def _take_gate(self, still: "_Still") -> int:
+        """The gate; while another holds it (a timing), `still` keeps this
+        process's own processes stopped."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.gate, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if still.active else 0))
+                    return fd
+                except BlockingIOError:
+                    still.stop()
+                    time.sleep(_StepAside.POLL_S)
+        except BaseException:
+            os.close(fd)
+            raise
+
+
+class _Still:
+    """This process's own processes stopped (SIGSTOP alone: only judge code
+    has run in them, no GPU work of theirs is worth draining) and continued
+    by resume(). `still(spare)`: makes that judge.gpu_pause.Pause, or None
+    to do nothing."""
+
+    def __init__(self, still: Callable | None, spare=()):
+        self.active = still is not None
+        self._make = still
+        self.spare = frozenset(spare)
+        self._pause = None
+
+    def stop(self) -> None:
+        if not self.active:
+            return
+        if self._pause is None:
+            self._pause = self._make(self.spare)
+        try:
+            self._pause.sweep()
+        except OSError:
+            pass
+
+    def resume(self) -> None:
+        if self._pause is not None:
+            self._pause.resume()
+            self._pause = None
 
 
 class _StepAside(threading.Thread):

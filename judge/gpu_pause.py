@@ -84,8 +84,14 @@ def pauser():
     return lambda: Pause(driver=found)
 
 
-def descendants(root: int) -> list[int]:
-    """Every live process below `root` (children first), from /proc."""
+def still(spare=()) -> "Pause":
+    """A SIGSTOP-only Pause of this process's children but `spare` (judge.gpu_lock)."""
+    return Pause(driver=None, spare=spare)
+
+
+def descendants(root: int, skip=frozenset()) -> list[int]:
+    """Every live process below `root` (children first), from /proc; the
+    processes in `skip` and everything below them left out."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -102,8 +108,9 @@ def descendants(root: int) -> list[int]:
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
+            if child not in skip:
+                found.append(child)
+                todo.append(child)
     return found
 
 
@@ -113,9 +120,10 @@ class Pause:
     work (a host without a GPU: tests)."""
 
     def __init__(self, root: int | None = None, driver: Driver | None = None,
-                 lock_timeout_ms: int = LOCK_TIMEOUT_MS):
+                 lock_timeout_ms: int = LOCK_TIMEOUT_MS, spare=frozenset()):
         self.root = os.getpid() if root is None else root
         self.driver = driver
+        self.spare = frozenset(spare)  # processes left running, with what is below them
         self.lock_timeout_ms = lock_timeout_ms
         self.stopped: list[int] = []  # SIGSTOP sent, in order
         self.locked: list[int] = []  # holding the driver's checkpoint lock
@@ -135,7 +143,7 @@ class Pause:
         paused and return False; otherwise stop it anyway (a process born
         during a pause has had no time to queue GPU work)."""
         while True:
-            new = [pid for pid in descendants(self.root) if pid not in self.stopped]
+            new = [pid for pid in descendants(self.root, self.spare) if pid not in self.stopped]
             if not new:
                 return True
             for pid in new:

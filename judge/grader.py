@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import cuda_ipc, gpu_lock, gpu_pause, timed, warm_cache
+from . import cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_cache
 from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
@@ -182,8 +182,10 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     run.phases["setup"] = round(time.monotonic() - started, 3)
     try:
         # Stepping aside for another grading's timing (judge.gpu_lock) waits
-        # for the judge's own GPU work: the checks and the copies by CUDA IPC.
-        step_aside = dict(pauser=gpu_pause.pauser(), quiet=(run.checking, cuda_ipc.FETCH_LOCK)) if lock else {}
+        # for the judge's own GPU work (the checks, the copies by CUDA IPC,
+        # killing a worker) and holds it back until the timing is over.
+        step_aside = dict(pauser=gpu_pause.pauser(), still=gpu_pause.still,
+                          quiet=(run.checking, cuda_ipc.FETCH_LOCK, isolation.KILLS)) if lock else {}
         with lock.shared(run.phases, **step_aside) if lock else contextlib.nullcontext():
             results, load_message = run_cases(run, ordered, slots)
             if lock:
@@ -197,7 +199,9 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
             elif lock is None:
                 timing, performance = _time(run, slots[0], results)
             else:
-                with lock.exclusive(run.phases):
+                # Alone: this lane's other processes (the next file's workers)
+                # stopped too, all but the worker timed and the timer's stand-in.
+                with lock.exclusive(run.phases, still=gpu_pause.still, spare=lambda: _timing_pids(alone, run)):
                     try:
                         timing, performance = _time(run, alone, results)
                     finally:
@@ -242,6 +246,10 @@ def _time(run: Run, slot: Slot, results: list[CaseResult]) -> tuple[Timing | Non
     run.phases["timing_load"] = round(time.monotonic() - clock, 3)
     clock = time.monotonic()
     timing, failure = timed.time_performance(run, challenge.performance, slot)
+    if timed.clock_refused(failure):  # confirmed on fresh data before it stands (timed.clock_refused)
+        run.phases["timing_first_attempt"] = run.phases.get("timing_worker", 0.0)
+        clock = time.monotonic()
+        timing, failure = timed.time_performance(run, challenge.performance, slot, attempt=1)
     # The judge's share: unpacking and checking the timed outputs.
     run.phases["timing_checks"] = round(time.monotonic() - clock - run.phases.get("timing_worker", 0.0), 3)
     if failure:
@@ -253,6 +261,13 @@ def _time(run: Run, slot: Slot, results: list[CaseResult]) -> tuple[Timing | Non
     performance = timed.performance(run, challenge.performance, timing)
     run.phases["baselines"] = round(time.monotonic() - clock, 3)
     return timing, performance
+
+
+def _timing_pids(alone: Slot, run) -> list[int]:
+    """The processes a timing uses: its worker, and the judge's stand-in
+    that measures the timer's own cost (judge.timecheck.HarnessWorker)."""
+    workers = [alone.worker, getattr(run.harness, "worker", None)]
+    return [w.proc.pid for w in workers if w is not None and w.proc is not None]
 
 
 def scoring_for(challenge) -> ScoringPolicy:

@@ -111,6 +111,44 @@ def describe_exit(returncode: int | None, wrapped: bool = False) -> str:
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-spawner")
 
 
+class KillGate:
+    """Kills pass side by side; a grading stepping aside for another's
+    timing (judge.gpu_lock) closes the gate (`with KILLS:`), which waits for
+    the kills under way: a CUDA process's teardown is GPU work, and must not
+    land in the middle of the other grading's timed calls."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._inside = 0
+        self._closed = False
+
+    @contextlib.contextmanager
+    def passing(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._closed)
+            self._inside += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._inside -= 1
+                self._cond.notify_all()
+
+    def __enter__(self):
+        with self._cond:
+            self._closed = True
+            self._cond.wait_for(lambda: self._inside == 0)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._cond:
+            self._closed = False
+            self._cond.notify_all()
+
+
+KILLS = KillGate()
+
+
 def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
     return _SPAWNER.submit(subprocess.Popen, cmd, **kwargs).result()
 
@@ -193,6 +231,10 @@ class WorkerProcess:
     def kill(self) -> None:
         if self.proc is None:
             return
+        with KILLS.passing():
+            self._kill()
+
+    def _kill(self) -> None:
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

@@ -28,16 +28,16 @@ SUM_SLACK = 1e-6  # of Σ|expected|: float32 rounding of every output, many time
 ACCOUNT_RULE = "rule: the timing report must account for every timed call"
 
 
-def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None, CaseResult | None]:
+def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0) -> tuple[Timing | None, CaseResult | None]:
     """Latency of the performance case over TIMED_SETS input sets. Every
     set's final output is checked in full, and timed calls' check sums
     against their fresh inputs: a call that skipped or changed its work is
-    caught."""
+    caught. `attempt`: a second timing draws fresh data (see clock_refused)."""
     challenge = run.challenge
     plan = case_data.input_plan(challenge, case)
-    seeds = [case_data.case_seed(run.secret, challenge.name, run.seed, case.name, 1000 + i)
+    seeds = [case_data.case_seed(run.secret, challenge.name, run.seed, case.name, 1000 + 10 * attempt + i)
              for i in range(TIMED_SETS)]
-    base = case_data.case_seed(run.secret, challenge.name, run.seed, case.name, 999)
+    base = case_data.case_seed(run.secret, challenge.name, run.seed, case.name, 999 - attempt)
     assert slot.worker is not None
     failure = CaseResult(name=f"{case.name} (timed)", kind="performance",
                          shape=challenge.shape_label(case), dims=dict(case.dims), status="not_run")
@@ -132,6 +132,16 @@ def time_performance(run: Run, case: Case, slot: "Slot") -> tuple[Timing | None,
         failure.message = rule or f"{timecheck.RULE}: the worker reported a latency of {median} ms"
         return None, failure
     return timing, None
+
+
+def clock_refused(failure: CaseResult | None) -> bool:
+    """Whether a timing failed only because the judge's clock contradicted
+    the report (judge.timecheck). A patched timer does that every time; an
+    honest one can once, when another process used the GPU during its
+    window (its calls' events do not see the time between them), so the
+    grader times such a file a second time, on fresh data, before the
+    verdict stands."""
+    return failure is not None and failure.status == "rejected" and failure.message.startswith(timecheck.RULE)
 
 
 def harness_worker(run: Run):

@@ -213,3 +213,81 @@ def test_stepping_aside_waits_for_the_judges_own_gpu_work(tmp_path, family):
     for t in threads:
         t.join(30)
     assert seen["timing_in"] >= seen["check_done"] - 0.05, seen
+
+
+def test_kills_wait_while_a_grading_stands_aside():
+    """A worker's death is GPU work (its context's teardown): kills pass side
+    by side, wait while the gate is closed, and closing waits for them."""
+    from judge.isolation import KillGate
+    gate = KillGate()
+    order: list[str] = []
+    inside = threading.Event()
+
+    def kill(name: str, hold: float = 0.0):
+        with gate.passing():
+            order.append(f"{name} in")
+            inside.set()
+            time.sleep(hold)
+            order.append(f"{name} out")
+
+    early = threading.Thread(target=kill, args=("early", 0.3))
+    early.start()
+    inside.wait()
+    with gate:  # waits for the kill under way
+        order.append("closed")
+        late = threading.Thread(target=kill, args=("late",))
+        late.start()
+        time.sleep(0.2)
+        order.append("opening")
+    late.join(5)
+    early.join(5)
+    assert order == ["early in", "early out", "closed", "opening", "late in", "late out"], order
+
+
+def _still_below(root: int):
+    return lambda spare=(): Pause(root=root, driver=None, spare=spare)
+
+
+def test_processes_of_a_grading_waiting_at_the_gate_are_kept_still(tmp_path, family):
+    """Workers started ahead (importing torch, warming up on the GPU) of a
+    grading that waits for another's timing stay stopped meanwhile."""
+    parent, child = family
+    lock = GpuLock(tmp_path, "0")
+    seen: dict = {}
+    timing_in = threading.Event()
+
+    def timing():
+        with lock.exclusive():
+            timing_in.set()
+            time.sleep(0.5)
+            seen["stopped_meanwhile"] = state(child) == "T"
+
+    def cases():
+        timing_in.wait()
+        with lock.shared(still=_still_below(parent.pid)):
+            seen["running_inside"] = wait_for_state(child, False, 2.0)
+
+    threads = [threading.Thread(target=timing), threading.Thread(target=cases)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen == {"stopped_meanwhile": True, "running_inside": True}, seen
+
+
+def test_a_timing_keeps_its_own_other_processes_still(tmp_path, family):
+    """While a grading times, its other processes (the next file's workers)
+    are stopped; the worker timed (spared) is not."""
+    parent, child = family
+    timed_worker = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.01)"])
+    try:
+        lock = GpuLock(tmp_path, "0")
+        # Both are children of this process: the family is stopped, the spared one runs.
+        with lock.exclusive(still=lambda spare=(): Pause(driver=None, spare=spare), spare=lambda: [timed_worker.pid]):
+            assert state(parent.pid) == "T" and state(child) == "T"
+            time.sleep(0.1)
+            assert state(timed_worker.pid) != "T"
+        assert wait_for_state(child, False) and wait_for_state(parent.pid, False)
+    finally:
+        timed_worker.kill()
+        timed_worker.wait()

@@ -131,3 +131,45 @@ def test_a_report_must_account_for_every_timed_call():
     early["last_call"] = [0, 1, 2]  # the final check pointed at the first calls
     assert "last call" in timed.unaccounted_calls(early, 3)
     assert "input sets" in timed.unaccounted_calls(_report(9, sets=1), 3)
+
+
+def _time_with(monkeypatch, outcomes):
+    """grader._time with time_performance giving `outcomes` in turn (a
+    failure message, or None for a timing); returns (timing, results, attempts)."""
+    from types import SimpleNamespace
+
+    from judge import grader, timecheck, timed
+    from judge.results import CaseResult
+    attempts = []
+
+    def fake_time(run, case, slot, attempt=0):
+        attempts.append(attempt)
+        message = outcomes[len(attempts) - 1]
+        if message is None:
+            return SimpleNamespace(median_ms=1.0), None
+        status = "rejected" if message.startswith(("rule", timecheck.RULE)) else "wrong_answer"
+        return None, CaseResult(name="performance (timed)", kind="performance", shape="", dims={}, status=status,
+                                message=message)
+
+    monkeypatch.setattr(timed, "time_performance", fake_time)
+    monkeypatch.setattr(timed, "performance", lambda run, case, timing: "perf")
+    run = SimpleNamespace(challenge=SimpleNamespace(performance="case"), phases={})
+    results = []
+    timing, _ = grader._time(run, SimpleNamespace(ensure=lambda: None), results)
+    return timing, results, attempts
+
+
+def test_a_clock_refusal_is_confirmed_by_a_second_timing(monkeypatch):
+    from judge import timecheck
+    refused = f"{timecheck.RULE}: the worker reported 90 calls of 9.5 ms, but the judge's own clock saw more"
+    # Another process on the GPU once: the second timing, on fresh data, stands.
+    timing, results, attempts = _time_with(monkeypatch, [refused, None])
+    assert attempts == [0, 1] and timing is not None and results == []
+    # A patched timer: refused twice, rejected.
+    timing, results, attempts = _time_with(monkeypatch, [refused, refused])
+    assert attempts == [0, 1] and timing is None and results[0].status == "rejected"
+    # Any other failure is final at once.
+    timing, results, attempts = _time_with(monkeypatch, ["rule: the timing report must account for every call"])
+    assert attempts == [0] and results[0].status == "rejected"
+    timing, results, attempts = _time_with(monkeypatch, ["the output of the timed calls is wrong"])
+    assert attempts == [0] and results[0].status == "wrong_answer"
