@@ -204,8 +204,12 @@ class _StepAside(threading.Thread):
 
     def run(self) -> None:
         while not self.closing.wait(self.POLL_S):
-            if time.monotonic() >= self._retry_at and self._timing_waits():
-                self._step_aside()
+            try:
+                if time.monotonic() >= self._retry_at and self._timing_waits():
+                    self._step_aside()
+            except Exception as exc:  # noqa: BLE001 - the watch goes on; the grading keeps the lock
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+                self._retry_at = time.monotonic() + self.RETRY_S[-1]
 
     def finish(self) -> int:
         self.closing.set()
@@ -234,8 +238,10 @@ class _StepAside(threading.Thread):
                         self._retry_at = time.monotonic() + self.RETRY_S[min(len(self.failures),
                                                                              len(self.RETRY_S)) - 1]
                         return
-                    self.lock._free(self.held)
-                    self.held = self._take_back(pause)
+                    try:
+                        self.lock._free(self.held)
+                    finally:  # whatever happened, the grading holds the lock again before it resumes
+                        self.held = self._take_back(pause)
                 finally:
                     pause.resume()
                     self.paused_s += time.monotonic() - started

@@ -291,3 +291,32 @@ def test_a_timing_keeps_its_own_other_processes_still(tmp_path, family):
     finally:
         timed_worker.kill()
         timed_worker.wait()
+
+
+def test_a_pauser_that_breaks_leaves_the_grading_its_lock(tmp_path):
+    """A fault in pausing (not a refusal: an exception) is the judge's own:
+    the grading keeps the lock and ends cleanly; the timing waits for it."""
+    lock = GpuLock(tmp_path, "0")
+    seen: dict = {}
+    cases_in = threading.Event()
+
+    def broken():
+        raise RuntimeError("no /proc here")
+
+    def cases():
+        with lock.shared(pauser=broken):
+            cases_in.set()
+            time.sleep(1.0)
+        seen["cases_out"] = time.monotonic()
+
+    def timing():
+        cases_in.wait()
+        with lock.exclusive():
+            seen["timing_in"] = time.monotonic()
+
+    threads = [threading.Thread(target=cases), threading.Thread(target=timing)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert seen["timing_in"] >= seen["cases_out"] - 0.05, seen
