@@ -7,7 +7,7 @@ command (judge.cli). The package is a set of small modules, each owning one
 job. Trusted side (the judge's own process):
 
     verdicts      the verdict vocabulary and how case verdicts combine
-    challenge     challenge definitions (pydantic) loaded from challenges/<name>/
+    challenge     challenge definitions loaded from challenges/<name>/;  challenge_spec: the toml's parts
     distributions input distributions a case may name;  expr: arithmetic over dimensions
     compare       what the judge knows of an output, comparisons, policies
     checkers/     the comparison plug-ins: allclose, exact, fp32_bound, tf32_bound
@@ -18,6 +18,9 @@ job. Trusted side (the judge's own process):
     grader        the entry point: grade() and prestart()
     results       the result models (what `judge submit --json` prints)
     isolation     spawning, sandboxing, policing and killing workers;  reaper: orphans
+    gpu_lock      gradings sharing a GPU: cases side by side, each timing alone
+    gpu_pause     pausing a grading's processes (the driver's checkpoint lock, SIGSTOP)
+    clock         the clock deadlines run on: time paused for another's timing does not count
     check, precheck   `judge check`: LeetGPU's rules from the source, its answer first
     source_scan   what the source says about a verdict (the GPU's broadcast-sum rewrite)
     goldens       example files and the verdicts they must get
