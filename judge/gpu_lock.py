@@ -87,11 +87,7 @@ class GpuLock:
         clock_start = time.monotonic()
         waiting = _Still(still)
         try:
-            gate = self._take_gate(waiting)  # closed while a timing waits or runs
-            try:
-                held = self._take(self.lock, fcntl.LOCK_SH)
-            finally:
-                self._free(gate)
+            held = self._enter_shared(waiting.stop if waiting.active else None)
         finally:
             waiting.resume()
         _note(waited, name, clock_start)
@@ -117,7 +113,7 @@ class GpuLock:
         clock_start = time.monotonic()
         waiting = _Still(still)
         try:
-            gate = self._take_gate(waiting)
+            gate = self._take_gate(waiting.stop if waiting.active else None)
         finally:
             waiting.resume()
         try:
@@ -139,22 +135,32 @@ class GpuLock:
             self._free(held)
             self._free(gate)
 
-    def _take_gate(self, still: "_Still") -> int:
-        """The gate; while another holds it (a timing), `still` keeps this
-        process's own processes stopped."""
+    def _take_gate(self, while_waiting: Callable | None = None) -> int:
+        """The gate (closed while a timing waits or runs). With
+        `while_waiting`, polled, calling it between tries; else blocking."""
+        if while_waiting is None:
+            return self._take(self.gate, fcntl.LOCK_EX)
         self.folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.gate, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             while True:
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if still.active else 0))
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     return fd
                 except BlockingIOError:
-                    still.stop()
+                    while_waiting()
                     time.sleep(_StepAside.POLL_S)
         except BaseException:
             os.close(fd)
             raise
+
+    def _enter_shared(self, while_waiting: Callable | None = None) -> int:
+        """The lock held shared, taken through the gate."""
+        gate = self._take_gate(while_waiting)
+        try:
+            return self._take(self.lock, fcntl.LOCK_SH)
+        finally:
+            self._free(gate)
 
 
 class _Still:
@@ -249,24 +255,17 @@ class _StepAside(threading.Thread):
     def _take_back(self, pause) -> int:
         """The lock, shared, once no timing holds the gate; meanwhile every
         process this grading starts is paused as it appears."""
-        while True:
+        def sweep() -> None:
             try:
                 pause.sweep()
             except Exception:  # noqa: BLE001 - /proc moved under us: the next sweep sees it
                 pass
+
+        while True:
             try:
-                gate = os.open(self.lock.gate, os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(gate)
-                    time.sleep(self.POLL_S)
-                    continue
-                try:
-                    return self.lock._take(self.lock.lock, fcntl.LOCK_SH)
-                finally:
-                    self.lock._free(gate)
+                return self.lock._enter_shared(sweep)
             except OSError:
+                sweep()
                 time.sleep(self.POLL_S)
 
 

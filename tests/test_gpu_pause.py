@@ -38,6 +38,15 @@ def family():
     parent.wait()
 
 
+def side_by_side(*targets, timeout: float = 30.0) -> None:
+    """Run the functions in threads of their own, and wait for them all."""
+    threads = [threading.Thread(target=t) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+
+
 def state(pid: int) -> str:
     with open(f"/proc/{pid}/stat") as f:
         stat = f.read()
@@ -161,11 +170,7 @@ def _grading_beside_a_timing(tmp_path, family, driver, hold_s=3.0):
             time.sleep(0.3)
         seen["resumed_after"] = wait_for_state(child, False)
 
-    threads = [threading.Thread(target=cases), threading.Thread(target=timing)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    side_by_side(cases, timing)
     return seen
 
 
@@ -207,11 +212,7 @@ def test_stepping_aside_waits_for_the_judges_own_gpu_work(tmp_path, family):
         with lock.exclusive():
             seen["timing_in"] = time.monotonic()
 
-    threads = [threading.Thread(target=cases), threading.Thread(target=timing)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    side_by_side(cases, timing)
     assert seen["timing_in"] >= seen["check_done"] - 0.05, seen
 
 
@@ -267,11 +268,7 @@ def test_processes_of_a_grading_waiting_at_the_gate_are_kept_still(tmp_path, fam
         with lock.shared(still=_still_below(parent.pid)):
             seen["running_inside"] = wait_for_state(child, False, 2.0)
 
-    threads = [threading.Thread(target=timing), threading.Thread(target=cases)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    side_by_side(timing, cases)
     assert seen == {"stopped_meanwhile": True, "running_inside": True}, seen
 
 
@@ -314,9 +311,5 @@ def test_a_pauser_that_breaks_leaves_the_grading_its_lock(tmp_path):
         with lock.exclusive():
             seen["timing_in"] = time.monotonic()
 
-    threads = [threading.Thread(target=cases), threading.Thread(target=timing)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    side_by_side(cases, timing)
     assert seen["timing_in"] >= seen["cases_out"] - 0.05, seen
