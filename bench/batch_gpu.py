@@ -44,7 +44,7 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
         shutil.copyfile(golden.path, folder / f"{file_id(golden)}.py")
         expected[file_id(golden)] = golden
     opts = BatchOptions(folder=folder, out=out, challenge=name, device=ns.device, gpus=ns.gpus, lanes=ns.lanes,
-                        lanes_per_gpu=ns.lanes_per_gpu, seed=ns.seed, drift=ns.drift, ray=ns.ray)
+                        lanes_per_gpu=ns.lanes_per_gpu, workers=ns.workers, seed=ns.seed, drift=ns.drift, ray=ns.ray)
     started = time.monotonic()
     outcome = run_batch(opts, Display)
     wall = time.monotonic() - started
@@ -98,6 +98,7 @@ def main() -> int:
     ap.add_argument("--device", default=None, choices=["cpu", "cuda"])
     ap.add_argument("--lanes", type=int, default=1, help="CPU lanes (CPU mode only)")
     ap.add_argument("--lanes-per-gpu", type=int, default=None, help="gradings sharing each GPU (default: auto)")
+    ap.add_argument("--workers", type=int, default=None, help="case workers per grading (default: the judge's)")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--drift", default="auto", help="auto (GPU: the first accepted example), none or a file")
     ap.add_argument("--only", nargs="*", default=[], help="only files whose path contains one of these")
@@ -118,7 +119,7 @@ def main() -> int:
         report = {"total_wall_s": round(time.monotonic() - started, 2), "files": sum(b["files"] for b in batches),
                   "mismatches": sum(not r["matches"] for b in batches for r in b["records"]),
                   "device_name": next((b["device_name"] for b in batches if b["device_name"]), None),
-                  "lanes": batches[0]["lanes"] if batches else None, "batches": batches}
+                  "lanes": batches[0]["lanes"] if batches else None, "workers": ns.workers, "batches": batches}
         # Written after every challenge: a run cut short still leaves what it finished.
         (ns.out / "batch_gpu.json").write_text(json.dumps(report, indent=1))
         (ns.out / "batch_gpu.md").write_text(markdown(report))

@@ -37,10 +37,11 @@ STEPS = ["timing_warm_up", "timing_window", "timing_buffers", "timing_unpack", "
          "timing_call_sums", "timing_clock_check"]
 
 
-def submit(golden: goldens.Golden, seed: int) -> dict:
+def submit(golden: goldens.Golden, seed: int, workers: int | None = None) -> dict:
     started = time.monotonic()
+    extra = ["--workers", str(workers)] if workers else []
     proc = subprocess.run([sys.executable, "-m", "judge.cli", "submit", str(golden.path), "--challenge",
-                           golden.challenge, "--json", "--seed", str(seed)],
+                           golden.challenge, "--json", "--seed", str(seed)] + extra,
                           capture_output=True, text=True, cwd=ROOT, check=False)
     wall = time.monotonic() - started
     try:
@@ -99,6 +100,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--only", default="", help="only files whose path contains this")
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--workers", type=int, default=None, help="judge submit --workers (default: the judge's)")
     ap.add_argument("--batch", type=Path, help="a batch_gpu.json to summarise as well")
     ap.add_argument("--one-per-challenge", action="store_true",
                     help="cold: every accepted matrix multiplication example, one of each other challenge")
@@ -113,7 +115,7 @@ def main() -> int:
         report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                   "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU",
                   "versions": {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda},
-                  "cold": []}
+                  "workers": ns.workers, "cold": []}
     chosen = [g for g in goldens.examples() if g.verdict == "accepted" and ns.only in g.relative()]
     if ns.one_per_challenge:
         seen: set = set()
@@ -123,9 +125,9 @@ def main() -> int:
         warm = {}
         for golden in chosen:  # one grading per challenge first: the judge's cache, the baselines
             if golden.challenge not in warm:
-                warm[golden.challenge] = submit(golden, ns.seed)
+                warm[golden.challenge] = submit(golden, ns.seed, ns.workers)
         for golden in chosen:
-            report["cold"].append(submit(golden, ns.seed))
+            report["cold"].append(submit(golden, ns.seed, ns.workers))
             r = report["cold"][-1]
             print(f"{r['path']:60s} {r.get('verdict')!s:12s} wall {r['wall_s']:.1f} s "
                   f"{ {k: (r.get('phases') or {}).get(k) for k in PHASES} }", flush=True)

@@ -30,7 +30,7 @@ from .isolation import Limits, sandbox_for
 from .results import CaseResult, GradeResult, Performance, Timing
 from .scoring import ScoringPolicy
 from .scoring import score as compute_score
-from .slots import Slot, guess_device, run_cases, slot_count, spawn, stop_all, unrun
+from .slots import Slot, guess_device, load_request, run_cases, slot_count, spawn, stop_all, unrun
 from .verdicts import Verdict, overall
 
 __all__ = ["GradeOptions", "GradeResult", "CaseResult", "Timing", "Performance", "grade", "prestart",
@@ -47,7 +47,7 @@ class GradeOptions(BaseModel):
     stop_on_wrong_answer: bool = False
     time: bool = True
     refresh_baselines: bool = False
-    workers: int | None = Field(None, ge=1, le=16)  # None: min(4, CPU count)
+    workers: int | None = Field(None, ge=1, le=16)  # None: judge.slots.default_workers
     scoring: ScoringPolicy | None = None  # None: the challenge's own scale
     limits: Limits = Field(default_factory=Limits)
     # Other policies each case's outputs are also compared under (the
@@ -100,7 +100,7 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
 
 def _worker_count(options: GradeOptions, challenge, device: str) -> int:
     """The case slots, plus, on a shared GPU, the worker that times alone."""
-    cases = slot_count(options, len(challenge.functional) + 2)
+    cases = slot_count(options, len(challenge.functional) + 2, device)
     return cases + (1 if options.gpu_lock and device == "cuda" else 0)
 
 
@@ -138,6 +138,12 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     guess = options.device or guess_device()
     early = list(prestarted) if prestarted else prestart(path, options)
     cache = early[0].triton_cache or shared_cache(guess)
+    if not prestarted and not options.gpu_lock:
+        # Each loads the file as soon as it is ready, while this process
+        # imports torch. (Not where a GPU is shared: there a worker runs
+        # the file's code only once its grading holds the GPU lock.)
+        for worker in early[:slot_count(options, len(challenge.functional) + 2, guess)]:
+            worker.send_ahead(load_request(challenge, guess, options))
     try:
         device = choose_device(options.device)
         if device != guess:  # torch disagrees with the guess (say, a CPU build of torch on a GPU host)
@@ -169,7 +175,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         + [(challenge.performance, "performance")]
     results: list[CaseResult] = []
     load_message = ""
-    slots = [Slot(run) for _ in range(slot_count(options, len(ordered)))]
+    slots = [Slot(run) for _ in range(slot_count(options, len(ordered), device))]
     for slot, worker in zip(slots, early):
         slot.worker, slot.loaded = worker, False
     lock = gpu_lock.from_spec(options.gpu_lock) if device == "cuda" else None

@@ -172,6 +172,7 @@ class WorkerProcess:
         self.stdout: CappedStream | None = None
         self.stderr: CappedStream | None = None
         self.can_share = True  # until CUDA IPC fails once with this worker (judge.cuda_ipc)
+        self._ahead: tuple[dict, float] | None = None  # a request sent ahead (send_ahead) and when
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -290,9 +291,20 @@ class WorkerProcess:
 
     # --- requests --------------------------------------------------------------
 
+    def send_ahead(self, header: dict) -> None:
+        """Send a request whose answer a later request(header, ...) awaits:
+        the worker starts on it as soon as it is ready (a load sent while
+        the judge still imports torch). A worker already gone is found by
+        that request."""
+        assert self.sock is not None and self._ahead is None
+        with contextlib.suppress(OSError):
+            protocol.send(self.sock, header)
+            self._ahead = (header, clock.now())
+
     def request(self, header: dict, timeout_s: float, max_blob_bytes: int,
                 share: bool = False) -> tuple[dict, list]:
-        """Send one request and wait for its answer. Raises WorkerDied,
+        """Send one request (unless send_ahead sent this very header: its
+        time limit then runs from then) and wait for its answer. Raises WorkerDied,
         WorkerTimeout (after killing the worker) or ProtocolError (likewise).
         `share`: a CUDA worker may hand its buffers over by CUDA IPC
         (judge.cuda_ipc); they come back as uint8 CUDA tensors, the judge's
@@ -300,8 +312,13 @@ class WorkerProcess:
         assert self.sock is not None and self.proc is not None
         deadline = clock.now() + timeout_s  # a pause of this grading's workers does not count (judge.clock)
         share = share and self.device == "cuda" and self.can_share
+        ahead, self._ahead = self._ahead, None
+        assert ahead is None or ahead[0] == header, "a request was sent ahead and another one asked"
         try:
-            protocol.send(self.sock, dict(header, share=True) if share else header)
+            if ahead is not None:
+                deadline = ahead[1] + timeout_s
+            else:
+                protocol.send(self.sock, dict(header, share=True) if share else header)
             reply, blobs = protocol.recv(self.sock, deadline, max_blob_bytes, now=clock.now)
             if "shared" not in reply:
                 return reply, blobs

@@ -8,6 +8,7 @@ settings is kept, the rest is graded.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -18,7 +19,7 @@ from pathlib import Path
 from .. import challenge as challenges
 from ..errors import UsageError
 from .discover import Discovery, discover, read_roster
-from .lanes import Event, Job, LanePool, auto_lanes_per_gpu, lane_specs, visible_gpus
+from .lanes import Event, Job, LanePool, auto_lanes_per_gpu, lane_specs, visible_gpus, workers_per_grading
 from .store import Store
 
 STAGE_PREFIX = "_grading_"
@@ -158,6 +159,10 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
         seed = int(store.meta("seed") or random.randrange(1, 2**31))
     with store.transaction():
         store.set_meta("seed", str(seed))
+    per_gpu = opts.lanes_per_gpu or (auto_lanes_per_gpu(len(gpus)) if device == "cuda" else 1)
+    if opts.workers is None and not opts.ray:  # the lanes share this host's cores
+        opts = dataclasses.replace(opts, workers=workers_per_grading(len(gpus) * per_gpu if device == "cuda"
+                                                                     else opts.lanes))
     options = grade_options(opts, device, seed)
     config = config_key(options)
     store.sync(found.entries, found.missing)
@@ -173,7 +178,6 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
         from .ray_backend import RayPool
         pool = RayPool(opts.ray, device)
     else:
-        per_gpu = opts.lanes_per_gpu or (auto_lanes_per_gpu(len(gpus)) if device == "cuda" else 1)
         pool = LanePool(lane_specs(device, gpus, opts.lanes, per_gpu, opts.out.resolve() / "gpu-locks",
                                    gpu_share(options, per_gpu)), log=opts.out / "lanes.log")
     run_id = store.start_run(challenge=opts.challenge, policy=options.get("policy"), seed=seed, device=device,
