@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -35,6 +37,44 @@ def file_id(golden: goldens.Golden) -> str:
     return golden.relative().replace("/", "__").removesuffix(".py")
 
 
+class Busy:
+    """How busy the GPUs are while a batch runs: NVML's utilization (the
+    share of time a kernel was running) of every GPU, every 0.2 s."""
+
+    def __init__(self):
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self.thread = None
+        try:
+            import pynvml as nv
+            nv.nvmlInit()
+            self.nv, self.handles = nv, [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+        except Exception:  # noqa: BLE001 - no NVML (CPU runs): nothing sampled
+            self.handles = []
+
+    def __enter__(self):
+        if self.handles:
+            self.thread = threading.Thread(target=self._run, daemon=True)
+            self.thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(0.2):
+            self.samples += [self.nv.nvmlDeviceGetUtilizationRates(h).gpu for h in self.handles]
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self.thread:
+            self.thread.join()
+
+    def summary(self) -> dict | None:
+        if not self.samples:
+            return None
+        return {"mean_utilization_percent": round(statistics.fmean(self.samples), 1),
+                "share_of_samples_busy": round(sum(v > 0 for v in self.samples) / len(self.samples), 3),
+                "samples": len(self.samples)}
+
+
 def one_challenge(name: str, files: list, ns, work: Path) -> dict:
     folder, out = work / name / "class", work / name / "results"
     shutil.rmtree(work / name, ignore_errors=True)
@@ -46,7 +86,8 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
     opts = BatchOptions(folder=folder, out=out, challenge=name, device=ns.device, gpus=ns.gpus, lanes=ns.lanes,
                         lanes_per_gpu=ns.lanes_per_gpu, workers=ns.workers, seed=ns.seed, drift=ns.drift, ray=ns.ray)
     started = time.monotonic()
-    outcome = run_batch(opts, Display)
+    with Busy() as busy:
+        outcome = run_batch(opts, Display)
     wall = time.monotonic() - started
     store = Store.open_existing(out)
     rows, runs = store.rows(), store.runs()
@@ -61,6 +102,7 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
                         "grading_s": (row.get("result") or {}).get("duration_s"),
                         "phases": (row.get("result") or {}).get("phase_seconds")})
     return {"challenge": name, "files": len(files), "batch_wall_s": round(wall, 2), "drift": outcome.drift,
+            "gpu_busy": busy.summary(),
             "lanes": sorted({r["lane"] for r in records if r.get("lane")}), "device": runs[-1].get("device") if runs else None,
             "device_name": next(((r.get("result") or {}).get("device_name") for r in rows if r.get("result")), None),
             "records": records}
@@ -71,14 +113,16 @@ def markdown(report: dict) -> str:
              f"{report['files']} files, {len(report['batches'])} challenge(s), whole batch "
              f"{report['total_wall_s']:.1f} s wall (sum of the per-challenge batches); "
              f"{report['mismatches']} verdict(s) differ from expected.toml.", "",
-             "| challenge | files | batch wall s | s per file | lanes | drift (start → end ms, change) |",
-             "|---|---|---|---|---|---|"]
+             "| challenge | files | batch wall s | s per file | lanes | GPU utilization % (NVML mean) "
+             "| drift (start → end ms, change) |",
+             "|---|---|---|---|---|---|---|"]
     for b in report["batches"]:
         d = b.get("drift") or {}
         drift = (f"{(d.get('start') or {}).get('latency_ms')} → {(d.get('end') or {}).get('latency_ms')} "
                  f"({d.get('change_percent')} %)") if d else "–"
         lines.append(f"| {b['challenge']} | {b['files']} | {b['batch_wall_s']:.1f} | "
-                     f"{b['batch_wall_s'] / max(1, b['files']):.1f} | {', '.join(b['lanes'] or [])} | {drift} |")
+                     f"{b['batch_wall_s'] / max(1, b['files']):.1f} | {', '.join(b['lanes'] or [])} | "
+                     f"{(b.get('gpu_busy') or {}).get('mean_utilization_percent', '–')} | {drift} |")
     lines += ["", "| file | expected | verdict | ok | lane | wall s | grading s | latency ms | TFLOPS |",
               "|---|---|---|---|---|---|---|---|---|"]
     for b in report["batches"]:

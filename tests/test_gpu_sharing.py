@@ -101,11 +101,11 @@ def test_workers_of_lanes_sharing_a_gpu_fit_in_it():
 
 def test_automatic_lanes_per_gpu(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 16)
-    assert auto_lanes_per_gpu(1) == 3 and auto_lanes_per_gpu(2) == 1
+    assert auto_lanes_per_gpu(1) == 4 and auto_lanes_per_gpu(2) == 2
     monkeypatch.setattr("os.cpu_count", lambda: 8)
-    assert auto_lanes_per_gpu(1) == 1
+    assert auto_lanes_per_gpu(1) == 2
     monkeypatch.setattr("os.cpu_count", lambda: 128)
-    assert auto_lanes_per_gpu(1) == 3
+    assert auto_lanes_per_gpu(1) == 4
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     assert auto_lanes_per_gpu(1) == 1
 
@@ -113,7 +113,8 @@ def test_automatic_lanes_per_gpu(monkeypatch):
 def test_workers_of_a_grading_by_device_and_lanes(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 16)
     assert default_workers("cuda") == 8 and default_workers("cpu") == 4
-    assert workers_per_grading(1) is None and workers_per_grading(3) == 4 and workers_per_grading(8) == 2
+    assert workers_per_grading(1) is None and workers_per_grading(4) == 3 and workers_per_grading(3) == 4
+    assert workers_per_grading(8) == 1
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     assert default_workers("cuda") == 2 and default_workers("cpu") == 2 and workers_per_grading(4) == 1
     assert default_workers("cuda", cores=6) == 4

@@ -21,9 +21,10 @@ import click
               help="CPU mode: submissions graded side by side (each grading uses --workers processes).")
 @click.option("--lanes-per-gpu", type=click.IntRange(1, 8), default=None,
               help="GPU mode: submissions graded side by side on each GPU; their cases run together, each "
-                   "timing alone (the others wait). Default: one per 8 CPU cores of each GPU, 1 to 3.")
+                   "timing alone (the others step aside). Default: one per 4 CPU cores of each GPU, 1 to 4.")
 @click.option("--workers", type=click.IntRange(1, 16), default=None,
-              help="Worker processes per grading, as in judge submit.")
+              help="Worker processes per grading, as in judge submit. Default: three quarters of the CPU "
+                   "cores shared among the lanes, 1 to 4 each (one lane: as judge submit).")
 @click.option("--policy", default=None, help="Tolerance policy (default: the challenge's).")
 @click.option("--seed", type=int, default=None,
               help="Case data seed for the whole batch (default: one chosen at the first run and kept).")

@@ -65,21 +65,23 @@ def lane_specs(device: str, gpus: list[int], cpu_lanes: int, per_gpu: int = 1, l
 
 def auto_lanes_per_gpu(gpus: int) -> int:
     """Gradings sharing each GPU when not asked: compiling is CPU work, so
-    another grading per GPU pays for every five cores or so, up to three
-    (the H100's 16 cores: the 20 matrix multiplication examples took 7.4 s
-    per file in two lanes, 5.2-6.3 s in three, 5.4 s in four)."""
+    another grading per GPU pays for every four cores or so, up to four
+    (the H100's 16 cores, the 20 matrix multiplication examples: 7.4 s per
+    file in two lanes, 5.2-5.5 s in three, 4.9-5.1 s in four of three
+    workers: bench/results/cost_workers_h100.md)."""
     cores = os.cpu_count() or 1
-    return max(1, min(3, cores // max(1, gpus) // 5))
+    return max(1, min(4, cores // max(1, gpus) // 4))
 
 
 def workers_per_grading(lanes: int) -> int | None:
-    """Case workers of each grading when `lanes` gradings share this host's
-    cores and none was asked: the cores shared out, at most four (three
-    lanes of six workers on 16 cores were slower than three of four). One
-    lane: None, the grading's own default (judge.slots.default_workers)."""
+    """Case workers of each grading when `lanes` gradings share this host
+    and none was asked: three quarters of the cores shared out (each lane
+    also starts its next file's workers, and times in a worker of its
+    own), at most four each. One lane: None, the grading's own default
+    (judge.slots.default_workers)."""
     if lanes <= 1:
         return None
-    return max(1, min(4, (os.cpu_count() or 1) // lanes))
+    return max(1, min(4, (os.cpu_count() or 1) * 3 // 4 // lanes))
 
 
 def visible_gpus(spec: str | None) -> list[int]:

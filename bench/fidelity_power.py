@@ -1,0 +1,151 @@
+"""Why the judge's timing and triton.testing.do_bench can differ on one
+kernel (issue 11): each method's median with the SM clock and board power
+NVML reads while it runs, in the same thermal state.
+
+    python bench/fidelity_power.py --out DIR [--rounds 3]
+
+For each kernel at 8192×6144×4096, the methods alternate `--rounds` times:
+- do_bench: do_bench(warmup=100, rep=500), back-to-back calls, L2 cleared
+  between them;
+- do_bench_long: the same with rep=2000 (does a longer run read slower?);
+- measure: judge.timing.measure as bench/fidelity_method.py calls it
+  (flush between calls, stop on the median's precision);
+- measure_3s: the same, made to run its full 3 s budget;
+- measure_grading: the same with what a grading adds between calls (fresh
+  inputs written before each call, the output poisoned and summed).
+Writes DIR/fidelity_power.json and DIR/fidelity_power.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+from judge import timing  # noqa: E402
+
+KERNELS = {"reference (ieee)": ROOT / "bench" / "ref_submission.py",
+           "grid_2d": ROOT / "submissions" / "correct" / "grid_2d.py",
+           "grouped_1d": ROOT / "submissions" / "correct" / "grouped_1d.py",
+           "block_pointers": ROOT / "submissions" / "correct" / "block_pointers.py"}
+M, N, K = 8192, 6144, 4096
+
+
+class Sampler:
+    """SM clock (MHz) and board power (W) every 5 ms while a method runs."""
+
+    def __init__(self):
+        import pynvml as nv
+        nv.nvmlInit()
+        self.nv, self.handle = nv, nv.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        self.samples, self._stop = [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self):
+        nv, h = self.nv, self.handle
+        while not self._stop.wait(0.005):
+            self.samples.append((nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+                                 nv.nvmlDeviceGetPowerUsage(h) / 1000.0))
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self.thread.join()
+
+    def summary(self) -> dict:
+        if not self.samples:
+            return {"sm_mhz": None, "power_w": None}
+        return {"sm_mhz": round(statistics.fmean(s[0] for s in self.samples)),
+                "power_w": round(statistics.fmean(s[1] for s in self.samples), 1)}
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.solve
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ns = ap.parse_args()
+    ns.out.mkdir(parents=True, exist_ok=True)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    sets = [(torch.rand(M, N, device="cuda", generator=g) * 20 - 10, torch.rand(N, K, device="cuda", generator=g) * 20 - 10,
+             torch.empty(M, K, device="cuda")) for _ in range(3)]
+    a, b, c = sets[0]
+    sampler = Sampler()
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": torch.cuda.get_device_name(),
+              "versions": {"torch": torch.__version__, "triton": triton.__version__}, "shape": [M, N, K],
+              "kernels": {}}
+    for name, path in KERNELS.items():
+        solve = load(path)
+
+        def call(solve=solve):
+            solve(a, b, c, M, N, K)
+
+        grading_calls = [lambda s=s, solve=solve: solve(s[0], s[1], s[2], M, N, K) for s in sets]
+
+        def refill(r: int, i: int):  # what a grading writes before each timed call: fresh inputs
+            gen = torch.Generator(device="cuda").manual_seed(r)
+            sets[i][0].uniform_(-10, 10, generator=gen)
+            sets[i][1].uniform_(-10, 10, generator=gen)
+
+        methods = {
+            "do_bench": lambda: triton.testing.do_bench(call, warmup=100, rep=500, return_mode="median"),
+            "do_bench_long": lambda: triton.testing.do_bench(call, warmup=100, rep=2000, return_mode="median"),
+            "measure": lambda: timing.measure([call])["median_ms"],
+            "measure_3s": lambda: timing.measure([call], target=0.0)["median_ms"],
+            "measure_grading": lambda: timing.measure(grading_calls, outputs=[[s[2]] for s in sets],
+                                                      refill=refill)["median_ms"],
+        }
+        call()
+        torch.cuda.synchronize()
+        runs: dict[str, list] = {m: [] for m in methods}
+        for _ in range(ns.rounds):
+            for method, run in methods.items():
+                with sampler:
+                    ms = run()
+                runs[method].append(dict(ms=ms, **sampler.summary()))
+        report["kernels"][name] = runs
+        med = {m: statistics.median(r["ms"] for r in rs) for m, rs in runs.items()}
+        print(name, {m: f"{v:.3f} ms ({100 * (v / med['do_bench'] - 1):+.1f}%)" for m, v in med.items()},
+              {m: (statistics.median(r["sm_mhz"] for r in rs), statistics.median(r["power_w"] for r in rs))
+               for m, rs in runs.items()}, flush=True)
+        (ns.out / "fidelity_power.json").write_text(json.dumps(report, indent=1))
+    lines = [f"# Timing methods, SM clock and power ({report['device']}, {report['date']})", "",
+             f"versions: {report['versions']}; shape {M}×{N}×{K}; medians over {ns.rounds} alternating rounds; "
+             "difference against do_bench(rep=500)", "",
+             "| kernel | method | ms | vs do_bench | SM MHz | power W |", "|---|---|---|---|---|---|"]
+    for name, runs in report["kernels"].items():
+        base = statistics.median(r["ms"] for r in runs["do_bench"])
+        for method, rs in runs.items():
+            ms = statistics.median(r["ms"] for r in rs)
+            lines.append(f"| {name} | {method} | {ms:.3f} | {100 * (ms / base - 1):+.1f}% | "
+                         f"{statistics.median(r['sm_mhz'] for r in rs):.0f} | "
+                         f"{statistics.median(r['power_w'] for r in rs):.0f} |")
+    (ns.out / "fidelity_power.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
