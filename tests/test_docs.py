@@ -29,4 +29,4 @@ def test_main_command_grades_an_existing_example():
 
 def test_results_linked_from_readme_exist():
     for link in re.findall(r"\]\((bench/results/[^)]+)\)", README):
-        assert (ROOT / link).is_file(), link
+        assert (ROOT / link.split("#")[0]).is_file(), link  # an anchor names a part of the file
