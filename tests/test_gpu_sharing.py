@@ -110,6 +110,17 @@ def test_automatic_lanes_per_gpu(monkeypatch):
     assert auto_lanes_per_gpu(1) == 1
 
 
+def test_automatic_lanes_leave_each_worker_enough_gpu_memory(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    gib = 1 << 30
+    assert auto_lanes_per_gpu(1, 80 * gib) == 4  # the H100: 4 lanes of 3 workers, 6 GB each
+    assert auto_lanes_per_gpu(1, 24 * gib) == 1  # 2 lanes of 4 would leave 2.7 GB each
+    assert auto_lanes_per_gpu(1, 40 * gib) == 2  # 4.5 GB each
+    for lanes, gpu in ((auto_lanes_per_gpu(1, g * gib), g) for g in (16, 24, 40, 48, 80, 141)):
+        if lanes > 1:
+            assert 0.9 * gpu * gib / (lanes * workers_per_grading(lanes)) >= 4 * gib
+
+
 def test_workers_of_a_grading_by_device_and_lanes(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 16)
     assert default_workers("cuda") == 8 and default_workers("cpu") == 4

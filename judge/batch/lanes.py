@@ -63,14 +63,27 @@ def lane_specs(device: str, gpus: list[int], cpu_lanes: int, per_gpu: int = 1, l
     return [LaneSpec(f"cpu{i}", {"CUDA_VISIBLE_DEVICES": ""}) for i in range(max(1, cpu_lanes))]
 
 
-def auto_lanes_per_gpu(gpus: int) -> int:
+# The least GPU memory a case worker of a shared GPU is left (its cap is
+# 90% of the GPU over every case worker of it): room for a timing's three
+# input sets of the largest case (matrix multiplication: 1.3 GB) and more.
+MIN_WORKER_SHARE_BYTES = 4 << 30
+
+
+def auto_lanes_per_gpu(gpus: int, gpu_bytes: int | None = None) -> int:
     """Gradings sharing each GPU when not asked: compiling is CPU work, so
     another grading per GPU pays for every four cores or so, up to four
     (the H100's 16 cores, the 20 matrix multiplication examples: 7.4 s per
     file in two lanes, 5.2-5.5 s in three, 4.9-5.1 s in four of three
-    workers: bench/results/cost_workers_h100.md)."""
+    workers: bench/results/cost_workers_h100.md), and no more than leave
+    each case worker MIN_WORKER_SHARE_BYTES of a GPU of `gpu_bytes`."""
     cores = os.cpu_count() or 1
-    return max(1, min(4, cores // max(1, gpus) // 4))
+    lanes = max(1, min(4, cores // max(1, gpus) // 4))
+    while lanes > 1 and gpu_bytes is not None:
+        workers = workers_per_grading(lanes * max(1, gpus))
+        if 0.9 * gpu_bytes / (lanes * (workers or 1)) >= MIN_WORKER_SHARE_BYTES:
+            break
+        lanes -= 1
+    return lanes
 
 
 def workers_per_grading(lanes: int) -> int | None:
@@ -82,6 +95,14 @@ def workers_per_grading(lanes: int) -> int | None:
     if lanes <= 1:
         return None
     return max(1, min(4, (os.cpu_count() or 1) * 3 // 4 // lanes))
+
+
+def smallest_gpu_bytes(gpus: list[int]) -> int | None:
+    """The memory of the smallest of these GPUs (None without CUDA)."""
+    import torch
+    if not gpus or not torch.cuda.is_available():
+        return None
+    return min(torch.cuda.get_device_properties(g).total_memory for g in gpus)
 
 
 def visible_gpus(spec: str | None) -> list[int]:

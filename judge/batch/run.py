@@ -19,7 +19,8 @@ from pathlib import Path
 from .. import challenge as challenges
 from ..errors import UsageError
 from .discover import Discovery, discover, read_roster
-from .lanes import Event, Job, LanePool, auto_lanes_per_gpu, lane_specs, visible_gpus, workers_per_grading
+from .lanes import (Event, Job, LanePool, auto_lanes_per_gpu, lane_specs, smallest_gpu_bytes, visible_gpus,
+                    workers_per_grading)
 from .store import Store
 
 STAGE_PREFIX = "_grading_"
@@ -159,7 +160,8 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
         seed = int(store.meta("seed") or random.randrange(1, 2**31))
     with store.transaction():
         store.set_meta("seed", str(seed))
-    per_gpu = opts.lanes_per_gpu or (auto_lanes_per_gpu(len(gpus)) if device == "cuda" else 1)
+    per_gpu = opts.lanes_per_gpu or (auto_lanes_per_gpu(len(gpus), smallest_gpu_bytes(gpus))
+                                     if device == "cuda" else 1)
     if opts.workers is None and not opts.ray:  # the lanes share this host's cores
         opts = dataclasses.replace(opts, workers=workers_per_grading(len(gpus) * per_gpu if device == "cuda"
                                                                      else opts.lanes))
