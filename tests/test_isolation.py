@@ -111,6 +111,24 @@ def test_time_limit_kills_the_worker():
     assert time.monotonic() - started < 40
 
 
+def test_a_load_sent_ahead_is_answered_to_its_request_once():
+    """A cold grading sends the load while the judge starts (judge.grader):
+    the request for that same load then only waits for its answer, and
+    no other request may be asked in its place."""
+    from judge.isolation import WorkerProcess
+    path = FIXTURES.parent.parent / "submissions" / "faults" / "no_solve.py"
+    header = {"op": "load", "path": "submission.py", "device": "cpu", "arity": 6}
+    with WorkerProcess(path, "cpu", LIMITS) as worker:
+        worker.send_ahead(header)
+        reply, _ = worker.request(header, 120, 0)
+        assert reply["status"] == "invalid_submission", reply
+        assert "no function named solve" in reply["message"]
+    with WorkerProcess(path, "cpu", LIMITS) as worker:
+        worker.send_ahead(header)
+        with pytest.raises(AssertionError):
+            worker.request(dict(header, arity=4), 120, 0)
+
+
 # --- the wire format -------------------------------------------------------------
 
 def _pair():
