@@ -129,8 +129,9 @@ def init(name, path):
 @click.option("--refresh-baselines", is_flag=True,
               help="Re-measure the cuBLAS and reference baselines instead of using the cached ones.")
 @click.option("--workers", type=click.IntRange(1, 16), default=None,
-              help="Worker processes running the small cases side by side (each compiles its own kernels). "
-                   "Default: min(4, CPU count). Large cases and timing always run alone.")
+              help="Worker processes running the small cases side by side (each Triton specialization "
+                   "compiles in one of them). Default: on a GPU half the CPU cores, 1 to 8; under the "
+                   "interpreter one per core, 1 to 4. Large cases and timing always run alone.")
 @click.option("--case-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per case (default 60).")
 @click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
