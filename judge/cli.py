@@ -130,9 +130,9 @@ def init(name, path):
               help="Re-measure the cuBLAS and reference baselines instead of using the cached ones.")
 @click.option("--workers", type=click.IntRange(1, 16), default=None,
               help="Worker processes running the small cases side by side (each Triton specialization "
-                   "compiles in one of them). Default: on a GPU half the CPU cores, 4 to 8 (fewer only with fewer "
-                   "cores); under the "
-                   "interpreter one per core, 1 to 4. Large cases and timing always run alone.")
+                   "compiles in one of them). Default: on a GPU half the CPU cores, 4 to 8 (fewer only "
+                   "with fewer cores); under the interpreter one per core, 1 to 4. Large cases and timing "
+                   "always run alone.")
 @click.option("--case-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per case (default 60).")
 @click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
