@@ -73,7 +73,7 @@ def auto_lanes_per_gpu(gpus: int, gpu_bytes: int | None = None) -> int:
     """Gradings sharing each GPU when not asked: compiling is CPU work, so
     another grading per GPU pays for every four cores or so, up to four
     (the H100's 16 cores, the 20 matrix multiplication examples: 7.4 s per
-    file in two lanes, 5.2-5.5 s in three, 4.9-5.1 s in four of three
+    file in two lanes, 5.2-5.5 s in three, 4.8-5.1 s in four of three
     workers: bench/results/cost_workers_h100.md), and no more than leave
     each case worker MIN_WORKER_SHARE_BYTES of a GPU of `gpu_bytes`."""
     cores = os.cpu_count() or 1
