@@ -22,6 +22,7 @@ import ctypes
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 CUDA_SUCCESS = 0
@@ -145,6 +146,7 @@ class Pause:
         while True:
             new = [pid for pid in descendants(self.root, self.spare) if pid not in self.stopped]
             if not new:
+                _wait_stopped(self.stopped)
                 return True
             for pid in new:
                 if not self._pause_one(pid) and strict:
@@ -181,6 +183,29 @@ class Pause:
                 except Exception:  # noqa: BLE001 - a process gone meanwhile
                     pass
         self.stopped, self.locked = [], []
+
+
+def _wait_stopped(pids: list[int], timeout_s: float = 1.0) -> None:
+    """Wait until SIGSTOP has taken hold of each process (it is delivered
+    when the process is next scheduled: milliseconds on a loaded host), so
+    that none runs on once the pause is said to be in place. Bounded: a
+    process that does not show stopped in time is left to its signal."""
+    end = time.monotonic() + timeout_s
+    waiting = list(pids)
+    while waiting and time.monotonic() < end:
+        waiting = [pid for pid in waiting if _state(pid) not in ("T", "t", "Z", "X", None)]
+        if waiting:
+            time.sleep(0.001)
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter in /proc (None when gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return chr(stat[stat.rfind(b")") + 2])
 
 
 def _alive(pid: int) -> bool:
