@@ -23,7 +23,8 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
+
+from . import procfs
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_INITIALIZED = 3  # the target has no CUDA context: stopping it is enough
@@ -94,18 +95,11 @@ def descendants(root: int, skip=frozenset()) -> list[int]:
     """Every live process below `root` (children first), from /proc; the
     processes in `skip` and everything below them left out."""
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for pid in procfs.pids():
+        fields = procfs.stat_fields(pid)  # None: gone meanwhile
+        if fields is None or len(fields) < 2 or fields[0] in ("Z", "X"):
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) < 2 or fields[0] in ("Z", "X"):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        children.setdefault(int(fields[1]), []).append(pid)
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -200,12 +194,8 @@ def _wait_stopped(pids: list[int], timeout_s: float = 1.0) -> None:
 
 def _state(pid: int) -> str | None:
     """The process's state letter in /proc (None when gone or unreadable)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return chr(stat[stat.rfind(b")") + 2])
+    fields = procfs.stat_fields(pid)
+    return fields[0] if fields else None
 
 
 def _alive(pid: int) -> bool:

@@ -98,10 +98,14 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
             for _ in range(_worker_count(options, challenge, device))]
 
 
+def _case_slots(options: GradeOptions, challenge, device: str) -> int:
+    """The workers running cases (the example, the functional cases, the performance case)."""
+    return slot_count(options, len(challenge.functional) + 2, device)
+
+
 def _worker_count(options: GradeOptions, challenge, device: str) -> int:
     """The case slots, plus, on a shared GPU, the worker that times alone."""
-    cases = slot_count(options, len(challenge.functional) + 2, device)
-    return cases + (1 if options.gpu_lock and device == "cuda" else 0)
+    return _case_slots(options, challenge, device) + (1 if options.gpu_lock and device == "cuda" else 0)
 
 
 def shared_cache(device: str) -> Path:
@@ -142,7 +146,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         # Each loads the file as soon as it is ready, while this process
         # imports torch. (Not where a GPU is shared: there a worker runs
         # the file's code only once its grading holds the GPU lock.)
-        for worker in early[:slot_count(options, len(challenge.functional) + 2, guess)]:
+        for worker in early[:_case_slots(options, challenge, guess)]:
             worker.send_ahead(load_request(challenge, guess, options))
     try:
         device = choose_device(options.device)
@@ -175,7 +179,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         + [(challenge.performance, "performance")]
     results: list[CaseResult] = []
     load_message = ""
-    slots = [Slot(run) for _ in range(slot_count(options, len(ordered), device))]
+    slots = [Slot(run) for _ in range(_case_slots(options, challenge, device))]
     for slot, worker in zip(slots, early):
         slot.worker, slot.loaded = worker, False
     lock = gpu_lock.from_spec(options.gpu_lock) if device == "cuda" else None

@@ -20,6 +20,8 @@ import os
 import signal
 import threading
 
+from . import procfs
+
 PR_SET_CHILD_SUBREAPER = 36
 _lock = threading.Lock()
 _known: set[int] = set()  # the pids of live workers (direct children the judge started)
@@ -53,21 +55,10 @@ def _children() -> list[tuple[int, int, str]]:
     """(pid, session, state) of this process's children, from /proc."""
     me = os.getpid()
     found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3 and int(fields[1]) == me:
-            found.append((int(entry), int(fields[3]), fields[0]))
+    for pid in procfs.pids():
+        fields = procfs.stat_fields(pid)
+        if fields is not None and len(fields) > 3 and int(fields[1]) == me:
+            found.append((pid, int(fields[3]), fields[0]))
     return found
 
 

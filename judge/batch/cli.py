@@ -21,8 +21,8 @@ import click
               help="CPU mode: submissions graded side by side (each grading uses --workers processes).")
 @click.option("--lanes-per-gpu", type=click.IntRange(1, 8), default=None,
               help="GPU mode: submissions graded side by side on each GPU; their cases run together, each "
-                   "timing alone (the others step aside). Default: one per 4 CPU cores of each GPU, 1 to 4, fewer where a case worker would be "
-                   "left under 4 GiB of the GPU.")
+                   "timing alone (the others step aside). Default: one per 4 CPU cores of each GPU, 1 to "
+                   "4, fewer where a case worker would be left under 4 GiB of the GPU.")
 @click.option("--workers", type=click.IntRange(1, 16), default=None,
               help="Worker processes per grading, as in judge submit. Default: three quarters of the CPU "
                    "cores shared among the lanes, 1 to 4 each (one lane: as judge submit).")
