@@ -50,7 +50,8 @@ def submit(golden: goldens.Golden, seed: int, workers: int | None = None) -> dic
         return {"path": golden.relative(), "wall_s": round(wall, 2), "error": proc.stderr[-2000:]}
     return {"path": golden.relative(), "challenge": golden.challenge, "verdict": result["verdict"],
             "wall_s": round(wall, 2), "grading_s": result["duration_s"], "latency_ms": result["latency_ms"],
-            "phases": result["phase_seconds"]}
+            "phases": result["phase_seconds"],
+            "timing": {k: (result.get("timing") or {}).get(k) for k in ("reps", "median_ms", "median_ci_ms")}}
 
 
 def table(rows: list[dict], keys: list[str]) -> list[str]:
@@ -130,7 +131,7 @@ def main() -> int:
             report["cold"].append(submit(golden, ns.seed, ns.workers))
             r = report["cold"][-1]
             print(f"{r['path']:60s} {r.get('verdict')!s:12s} wall {r['wall_s']:.1f} s "
-                  f"{ {k: (r.get('phases') or {}).get(k) for k in PHASES} }", flush=True)
+                  f"{ {k: (r.get('phases') or {}).get(k) for k in PHASES} } timing {r.get('timing')}", flush=True)
             (ns.out / "cost.json").write_text(json.dumps(report, indent=1))
     if ns.batch:
         report["batch"] = json.loads(ns.batch.read_text())

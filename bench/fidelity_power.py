@@ -11,8 +11,19 @@ For each kernel at 8192×6144×4096, the methods alternate `--rounds` times:
 - measure: judge.timing.measure as bench/fidelity_method.py calls it
   (flush between calls, stop on the median's precision);
 - measure_3s: the same, made to run its full 3 s budget;
-- measure_grading: the same with what a grading adds between calls (fresh
-  inputs written before each call, the output poisoned and summed).
+- measure_grading: the same with what a grading adds between calls, as
+  the worker does it now (fresh inputs drawn into the buffers by
+  judge.cases.refill_inputs, the output poisoned and summed by
+  judge.check_sums);
+- measure_grading_before: the same with the between-call work as it was
+  before (inputs drawn by several torch operators and copied in, the sums
+  through float64 copies and a weights tensor), to show what that work
+  does to a power-limited kernel's clock.
+- sets_only, sets_refill, sets_sums (not run unless asked): the three
+  buffer sets rotated with nothing between calls, with the fresh inputs
+  only, with the poison and sums only: which part of the work matters.
+`--methods` picks some; `--kernels` some kernels (names as below).
+Also the timer's own work per call, old and new, in GPU milliseconds.
 Writes DIR/fidelity_power.json and DIR/fidelity_power.md.
 """
 
@@ -33,7 +44,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from judge import timing  # noqa: E402
+from judge import cases, timing  # noqa: E402
+from judge import challenge as challenges  # noqa: E402
 
 KERNELS = {"reference (ieee)": ROOT / "bench" / "ref_submission.py",
            "grid_2d": ROOT / "submissions" / "correct" / "grid_2d.py",
@@ -82,22 +94,71 @@ def load(path: Path):
     return module.solve
 
 
+def old_draw(plan: dict, seed: int, views: dict) -> None:
+    """Fresh inputs as the worker drew them before: torch.rand, a scale and
+    a shift (new tensors), then a copy into the buffer."""
+    for name, view in views.items():
+        dist = plan["inputs"][name]["distribution"]
+        gen = torch.Generator(device="cuda").manual_seed(cases._arg_seed(seed, name))
+        u = torch.rand(view.shape, generator=gen, device="cuda", dtype=torch.float32)
+        view.copy_((u * (dist["high"] - dist["low"]) + dist["low"]).to(torch.float32))
+
+
+def old_sums(out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The two check sums as the timer took them before: float64 copies."""
+    flat = torch.cat([out.reshape(-1).to(torch.float64)])
+    weighted = torch.cat([out.reshape(-1).to(torch.float64) * weights])
+    return torch.stack([flat.sum(), weighted.sum()])
+
+
+def between_call_ms(plan: dict, views: dict, out: torch.Tensor, reps: int = 20) -> dict:
+    """GPU milliseconds of the timer's own work per call, before and now."""
+    from judge.check_sums import sums
+    weights = cases.check_weights(out.numel(), "cuda")
+    steps = {"draw_before": lambda r: old_draw(plan, r, views),
+             "draw_now": lambda r: cases.refill_inputs(plan, r, "cuda", views),
+             "sums_before": lambda r: old_sums(out, weights),
+             "sums_now": lambda r: sums([out])}
+    result = {}
+    for name, step in steps.items():
+        step(0)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for r in range(reps):
+            step(r)
+        end.record()
+        end.synchronize()
+        result[name] = round(start.elapsed_time(end) / reps, 3)
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--methods", default="do_bench,measure,measure_grading,measure_grading_before",
+                    help="comma-separated: do_bench, do_bench_long, measure, measure_3s, measure_grading, "
+                         "measure_grading_before, sets_only, sets_refill, sets_sums")
+    ap.add_argument("--kernels", default=",".join(KERNELS), help="comma-separated, of: " + ", ".join(KERNELS))
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
+    chosen = [m.strip() for m in ns.methods.split(",") if m.strip()]
+    plan = cases.input_plan(challenges.load("matrix_multiplication"),
+                            challenges.load("matrix_multiplication").performance)
     g = torch.Generator(device="cuda").manual_seed(0)
     sets = [(torch.rand(M, N, device="cuda", generator=g) * 20 - 10, torch.rand(N, K, device="cuda", generator=g) * 20 - 10,
              torch.empty(M, K, device="cuda")) for _ in range(3)]
     a, b, c = sets[0]
+    views = [{"a": s[0], "b": s[1]} for s in sets]
+    weights = cases.check_weights(M * K, "cuda")
     sampler = Sampler()
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": torch.cuda.get_device_name(),
               "versions": {"torch": torch.__version__, "triton": triton.__version__}, "shape": [M, N, K],
-              "kernels": {}}
-    for name, path in KERNELS.items():
-        solve = load(path)
+              "between_call_ms": between_call_ms(plan, views[0], c), "kernels": {}}
+    print("the timer's own work per call, GPU ms:", report["between_call_ms"], flush=True)
+    for name in [k.strip() for k in ns.kernels.split(",") if k.strip()]:
+        solve = load(KERNELS[name])
 
         def call(solve=solve):
             solve(a, b, c, M, N, K)
@@ -105,9 +166,11 @@ def main() -> int:
         grading_calls = [lambda s=s, solve=solve: solve(s[0], s[1], s[2], M, N, K) for s in sets]
 
         def refill(r: int, i: int):  # what a grading writes before each timed call: fresh inputs
-            gen = torch.Generator(device="cuda").manual_seed(r)
-            sets[i][0].uniform_(-10, 10, generator=gen)
-            sets[i][1].uniform_(-10, 10, generator=gen)
+            cases.refill_inputs(plan, cases.call_seed(7, r), "cuda", views[i])
+
+        def refill_before(r: int, i: int):  # the same work as before: the sums of the last call too
+            old_sums(sets[(i - 1) % 3][2], weights)
+            old_draw(plan, cases.call_seed(7, r), views[i])
 
         methods = {
             "do_bench": lambda: triton.testing.do_bench(call, warmup=100, rep=500, return_mode="median"),
@@ -116,7 +179,13 @@ def main() -> int:
             "measure_3s": lambda: timing.measure([call], target=0.0)["median_ms"],
             "measure_grading": lambda: timing.measure(grading_calls, outputs=[[s[2]] for s in sets],
                                                       refill=refill)["median_ms"],
+            "measure_grading_before": lambda: timing.measure(grading_calls, refill=refill_before)["median_ms"],
+            # What part of a grading's between-call work moves the latency:
+            "sets_only": lambda: timing.measure(grading_calls)["median_ms"],
+            "sets_refill": lambda: timing.measure(grading_calls, refill=refill)["median_ms"],
+            "sets_sums": lambda: timing.measure(grading_calls, outputs=[[s[2]] for s in sets])["median_ms"],
         }
+        methods = {m: methods[m] for m in chosen}
         call()
         torch.cuda.synchronize()
         runs: dict[str, list] = {m: [] for m in methods}
@@ -134,6 +203,7 @@ def main() -> int:
     lines = [f"# Timing methods, SM clock and power ({report['device']}, {report['date']})", "",
              f"versions: {report['versions']}; shape {M}×{N}×{K}; medians over {ns.rounds} alternating rounds; "
              "difference against do_bench(rep=500)", "",
+             f"the timer's own work per call (GPU ms): {report['between_call_ms']}", "",
              "| kernel | method | ms | vs do_bench | SM MHz | power W |", "|---|---|---|---|---|---|"]
     for name, runs in report["kernels"].items():
         base = statistics.median(r["ms"] for r in runs["do_bench"])

@@ -82,48 +82,56 @@ def _arg_seed(seed: int, arg: str) -> int:
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
-def generate(dist: dict, shape: list[int], seed: int, device: str, dtype: str = "float32") -> torch.Tensor:
+def generate(dist: dict, shape: list[int], seed: int, device: str, dtype: str = "float32",
+             out: torch.Tensor | None = None) -> torch.Tensor:
     """One tensor drawn from a distribution given as its dict form (the
-    worker receives plain JSON, not pydantic models)."""
+    worker receives plain JSON, not pydantic models). With `out` (a
+    contiguous tensor of `shape` and the draw's dtype), the draw is written
+    there and `out` returned: the same values as without it, and for the
+    random kinds one pass over memory instead of several (a timed call's
+    fresh inputs are drawn between calls: judge.timing)."""
     import torch
     kind = dist["kind"]
     torch_dtype = getattr(torch, dtype)
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
-    if kind == "uniform":
-        lo, hi = float(dist["low"]), float(dist["high"])
-        u = torch.rand(shape, generator=gen, device=device, dtype=torch.float32)
-        return (u * (hi - lo) + lo).to(torch.float32)
-    if kind == "normal":
-        z = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
-        return z * float(dist.get("std", 1.0)) + float(dist.get("mean", 0.0))
-    if kind == "signed_log_uniform":
+    if kind in ("uniform", "normal"):
+        # float32 always; drawn in place, in one kernel, as torch.rand/randn would.
+        in_place = out is not None and out.dtype == torch.float32 and out.is_contiguous()
+        target = out if in_place else torch.empty(shape, device=device, dtype=torch.float32)
+        if kind == "uniform":
+            value = target.uniform_(float(dist["low"]), float(dist["high"]), generator=gen)
+        else:
+            value = target.normal_(float(dist.get("mean", 0.0)), float(dist.get("std", 1.0)), generator=gen)
+    elif kind == "signed_log_uniform":
         lo, hi = float(dist["min_exp"]), float(dist["max_exp"])
         u = torch.rand(shape, generator=gen, device=device, dtype=torch.float64)
         sign = torch.rand(shape, generator=gen, device=device, dtype=torch.float64) < 0.5
         mag = torch.pow(10.0, u * (hi - lo) + lo)
-        return torch.where(sign, -mag, mag).to(torch.float32)
-    if kind == "randint":
-        return torch.randint(int(dist["low"]), int(dist["high"]) + 1, shape, generator=gen, device=device,
-                             dtype=torch.int64).to(torch_dtype)
-    if kind == "zeros":
-        return torch.zeros(shape, device=device, dtype=torch_dtype)
-    if kind == "constant":
-        return torch.full(shape, float(dist["value"]), device=device, dtype=torch.float64).to(torch_dtype)
-    if kind == "arange":
+        value = torch.where(sign, -mag, mag).to(torch.float32)
+    elif kind == "randint":
+        value = torch.randint(int(dist["low"]), int(dist["high"]) + 1, shape, generator=gen, device=device,
+                              dtype=torch.int64).to(torch_dtype)
+    elif kind == "zeros":
+        value = torch.zeros(shape, device=device, dtype=torch_dtype)
+    elif kind == "constant":
+        value = torch.full(shape, float(dist["value"]), device=device, dtype=torch.float64).to(torch_dtype)
+    elif kind == "arange":
         n = 1
         for d in shape:
             n *= d
         start, step = float(dist.get("start", 0.0)), float(dist.get("step", 1.0))
         values = torch.arange(n, device=device, dtype=torch.float64) * step + start
-        return values.reshape(shape).to(torch_dtype)
-    if kind == "identity":
-        return torch.eye(shape[0], shape[1], device=device, dtype=torch_dtype)
-    if kind == "values":
-        return torch.tensor(dist["values"], device=device, dtype=torch.float64).reshape(shape).to(torch_dtype)
-    if kind == "leetgpu":
+        value = values.reshape(shape).to(torch_dtype)
+    elif kind == "identity":
+        value = torch.eye(shape[0], shape[1], device=device, dtype=torch_dtype)
+    elif kind == "values":
+        value = torch.tensor(dist["values"], device=device, dtype=torch.float64).reshape(shape).to(torch_dtype)
+    elif kind == "leetgpu":
         raise ValueError("a LeetGPU generator draws a whole test at once: make_inputs with the plan's generator")
-    raise ValueError(f"unknown distribution kind {kind!r}")
+    else:
+        raise ValueError(f"unknown distribution kind {kind!r}")
+    return value if out is None or value is out else out.copy_(value)
 
 
 class Inputs(dict):
@@ -149,6 +157,21 @@ def make_inputs(plan: dict, seed: int, device: str) -> Inputs:
                        spec.get("dtype", "float32"))
         for name, spec in plan["inputs"].items()
     }, plan)
+
+
+def refill_inputs(plan: dict, seed: int, device: str, views: dict[str, torch.Tensor]) -> None:
+    """Write make_inputs(plan, seed, device)'s values into `views` (by name,
+    tensors on that device): the same values, drawn in place where the
+    distribution allows (judge.timing's fresh inputs before each call)."""
+    if plan.get("generator"):
+        values = make_inputs(plan, seed, device)
+        for name, view in views.items():
+            view.copy_(values[name])
+        return
+    for name, view in views.items():
+        spec = plan["inputs"][name]
+        generate(spec["distribution"], spec["shape"], _arg_seed(seed, name), device,
+                 spec.get("dtype", "float32"), out=view)
 
 
 def input_plan(challenge, case) -> dict:

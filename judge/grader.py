@@ -30,7 +30,7 @@ from .isolation import Limits, sandbox_for
 from .results import CaseResult, GradeResult, Performance, Timing
 from .scoring import ScoringPolicy
 from .scoring import score as compute_score
-from .slots import Slot, guess_device, load_request, run_cases, slot_count, spawn, stop_all, unrun
+from .slots import Slot, Stopping, guess_device, load_request, run_cases, slot_count, spawn, stop_all, unrun
 from .verdicts import Verdict, overall
 
 __all__ = ["GradeOptions", "GradeResult", "CaseResult", "Timing", "Performance", "grade", "prestart",
@@ -190,6 +190,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         for worker in early[len(slots):]:
             worker.close()
     run.phases["setup"] = round(time.monotonic() - started, 3)
+    stopping: Stopping | None = None
     try:
         # Stepping aside for another grading's timing (judge.gpu_lock) waits
         # for the judge's own GPU work (the checks, the copies by CUDA IPC,
@@ -200,6 +201,10 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
             results, load_message = run_cases(run, ordered, slots)
             if lock:
                 stop_all(slots)  # none of its workers may outlive the lock
+            else:
+                # The timing runs alone, in the first slot: the others are
+                # killed now, and gone before its timed calls start.
+                stopping = Stopping(run, slots[1:])
         verdict = _verdict(results)
         if verdict is Verdict.ACCEPTED:
             if device != "cuda":
@@ -207,7 +212,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
             elif not options.time:
                 timing_note = "not timed: timing was turned off"
             elif lock is None:
-                timing, performance = _time(run, slots[0], results)
+                timing, performance = _time(run, slots[0], results, before_go=stopping.wait)
             else:
                 # Alone: this lane's other processes (the next file's workers)
                 # stopped too, all but the worker timed and the timer's stand-in.
@@ -223,6 +228,8 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         timing = None
     finally:
         clock = time.monotonic()
+        if stopping is not None:
+            stopping.wait()
         stop_all(slots + [alone], also=[run.harness.close] if run.harness is not None else [])
         shutil.rmtree(cache, ignore_errors=True)
         run.phases["teardown"] = round(time.monotonic() - clock, 3)
@@ -243,10 +250,11 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     )
 
 
-def _time(run: Run, slot: Slot, results: list[CaseResult]) -> tuple[Timing | None, Performance | None]:
+def _time(run: Run, slot: Slot, results: list[CaseResult],
+          before_go=None) -> tuple[Timing | None, Performance | None]:
     """Time the performance case in `slot` (loading its worker first when
     it is fresh) and compare with the baselines; a failure is appended to
-    `results`."""
+    `results`. `before_go`: judge.timed.time_performance's."""
     challenge = run.challenge
     clock = time.monotonic()
     restart = slot.ensure()
@@ -255,11 +263,11 @@ def _time(run: Run, slot: Slot, results: list[CaseResult]) -> tuple[Timing | Non
         return None, None
     run.phases["timing_load"] = round(time.monotonic() - clock, 3)
     clock = time.monotonic()
-    timing, failure = timed.time_performance(run, challenge.performance, slot)
+    timing, failure = timed.time_performance(run, challenge.performance, slot, before_go=before_go)
     if timed.clock_refused(failure):  # confirmed on fresh data before it stands (timed.clock_refused)
         run.phases["timing_first_attempt"] = run.phases.get("timing_worker", 0.0)
         clock = time.monotonic()
-        timing, failure = timed.time_performance(run, challenge.performance, slot, attempt=1)
+        timing, failure = timed.time_performance(run, challenge.performance, slot, attempt=1, before_go=before_go)
     # The judge's share: unpacking and checking the timed outputs.
     run.phases["timing_checks"] = round(time.monotonic() - clock - run.phases.get("timing_worker", 0.0), 3)
     if failure:

@@ -350,14 +350,16 @@ class WorkerProcess:
 
     def request_timed(self, header: dict, call_seed: int, timeout_s: float,
                       max_blob_bytes: int, keep_buffers: bool = True,
-                      share: bool = False) -> tuple[dict, list, float | None]:
+                      share: bool = False, before_go=None) -> tuple[dict, list, float | None]:
         """A timing request in three steps, so that the judge's own clock
         brackets the timed calls alone: the worker warms up and says so; the
         judge sends the timed calls' seed (none can start before it) and
         starts its clock; the worker times and reports; the clock stops; the
-        buffers follow (unless not `keep_buffers`). Returns (reply, blobs,
-        seconds between go and report);
-        the seconds are None when the worker failed before timing."""
+        buffers follow (unless not `keep_buffers`). `before_go()`, when
+        given, runs between warm-up and go (the grader waits there for the
+        grading's other workers to be gone). Returns (reply, blobs, seconds
+        between go and report); the seconds are None when the worker failed
+        before timing."""
         asked = time.monotonic()
         deadline = asked + timeout_s
         header = dict(header, await_go=True)
@@ -365,6 +367,8 @@ class WorkerProcess:
         warm, _ = self.request(header, timeout_s, max_blob_bytes=0)
         if warm.get("status") != "warm":
             return warm, [], None
+        if before_go is not None:
+            before_go()
         started = time.monotonic()
         reply, _ = self.request({"op": "go", "call_seed": int(call_seed)}, max(deadline - started, 1.0),
                                 max_blob_bytes=0)

@@ -92,8 +92,11 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
 
 
 def _key(plan: dict, sets: int, device: str, reps: int = HARNESS_REPS) -> str:
+    """Per plan, and per timing method: the timer's own work is what is measured."""
     import json
-    return json.dumps([device, plan, sets, reps], sort_keys=True, default=str)
+
+    from .timing import METHOD
+    return json.dumps([device, plan, sets, reps, METHOD], sort_keys=True, default=str)
 
 
 def _known(key: str, device: str) -> dict | None:

@@ -28,11 +28,14 @@ SUM_SLACK = 1e-6  # of Σ|expected|: float32 rounding of every output, many time
 ACCOUNT_RULE = "rule: the timing report must account for every timed call"
 
 
-def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0) -> tuple[Timing | None, CaseResult | None]:
+def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0,
+                     before_go=None) -> tuple[Timing | None, CaseResult | None]:
     """Latency of the performance case over TIMED_SETS input sets. Every
     set's final output is checked in full, and timed calls' check sums
     against their fresh inputs: a call that skipped or changed its work is
-    caught. `attempt`: a second timing draws fresh data (see clock_refused)."""
+    caught. `attempt`: a second timing draws fresh data (see clock_refused).
+    `before_go`: run once warm-up is over, before the timed calls may start
+    (WorkerProcess.request_timed)."""
     challenge = run.challenge
     plan = case_data.input_plan(challenge, case)
     seeds = [case_data.case_seed(run.secret, challenge.name, run.seed, case.name, 1000 + 10 * attempt + i)
@@ -49,7 +52,8 @@ def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0) -> tu
         size = run.reply_bytes(plan, len(seeds), with_inputs=False)
         reply, blobs, window_s = slot.worker.request_timed(
             {"op": "time", "plan": plan, "seeds": seeds}, base,
-            run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=size, share=run.shares(size))
+            run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=size, share=run.shares(size),
+            before_go=before_go)
     except (WorkerDied, ProtocolError) as exc:
         failure.status, failure.message = "runtime_error", f"while timing: {exc}"
         slot.stop()
@@ -220,7 +224,7 @@ def stale_calls(run: Run, plan: dict, base: int, checks: list) -> list[int]:
             stale.add(int(r))
             continue
         weighted = rest[0]
-        expected = run.expected(case_data.make_inputs(plan, case_data.call_seed(base, int(r)), run.device))
+        expected = run.exact(case_data.make_inputs(plan, case_data.call_seed(base, int(r)), run.device))
         ref = torch.cat([expected[name].float32().reshape(-1).to(torch.float64) for name in sorted(expected)])
         weights = torch.cat([case_data.check_weights(expected[name].exact.numel(), ref.device)
                              for name in sorted(expected)])

@@ -4,8 +4,9 @@ Each grading's workers share a fresh Triton cache folder (judge.grader
 .shared_cache): a submission's compiled kernels must never reach another
 submission. But a fresh folder makes every worker rebuild, before its
 first request, what no submission touches: Triton's C helpers (compiled
-with the host compiler) and the two warm-up kernels with their launchers
-(judge.worker.warmup), seconds on each grading's critical path.
+with the host compiler), the warm-up kernels and the timer's check-sum
+kernel with their launchers (judge.worker.warmup), seconds on each
+grading's critical path.
 
 So the judge builds that once, in a process of its own that runs judge
 code only (`python -m judge.worker.warmup --seed DIR`), keeps it under the
@@ -29,7 +30,7 @@ from pathlib import Path
 from . import triton_key
 from .cachedir import cache_dir
 
-_SOURCES = ("worker/warmup.py", "worker/warmup_kernels.py")
+_SOURCES = ("worker/warmup.py", "worker/warmup_kernels.py", "check_sums.py")
 _build_lock = threading.Lock()
 _building: subprocess.Popen | None = None
 

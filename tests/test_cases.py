@@ -252,3 +252,29 @@ def test_a_fresh_process_builds_the_same_inputs():
     there = json.loads(proc.stdout)
     assert len(there) == len(job) >= len(names)
     assert there == here
+
+
+@pytest.mark.parametrize("dist", [{"kind": "uniform", "low": -2.0, "high": 3.0}, {"kind": "normal", "std": 2.0},
+                                  {"kind": "signed_log_uniform", "min_exp": -3, "max_exp": 3},
+                                  {"kind": "randint", "low": -4, "high": 4}, {"kind": "arange", "step": 0.5}])
+def test_a_draw_into_a_buffer_equals_the_fresh_draw(dist):
+    """The timer draws each call's fresh inputs straight into its buffers
+    (judge.timing); the judge checks those calls against make_inputs' fresh
+    tensors: the two must be the same values, bit for bit, whatever the
+    buffer (float32 or not, a view into a guarded buffer)."""
+    fresh = cases.generate(dist, [37, 129], 5, "cpu")
+    guarded = torch.full((37 * 129 + 64,), float("nan"))
+    into = guarded[32:32 + 37 * 129].view(37, 129)
+    assert cases.generate(dist, [37, 129], 5, "cpu", out=into) is into
+    assert torch.equal(into, fresh) and guarded[:32].isnan().all() and guarded[-32:].isnan().all()
+    wide = torch.empty((37, 129), dtype=torch.float64)
+    cases.generate(dist, [37, 129], 5, "cpu", "float64", out=wide)
+    assert torch.equal(wide, cases.generate(dist, [37, 129], 5, "cpu", "float64").to(torch.float64))
+
+
+def test_refill_inputs_writes_make_inputs_values():
+    plan = cases.input_plan(MM, MM.case("primes_small"))
+    made = cases.make_inputs(plan, 99, "cpu")
+    views = {name: torch.empty_like(t) for name, t in made.items()}
+    cases.refill_inputs(plan, 99, "cpu", views)
+    assert views.keys() == made.keys() and all(torch.equal(views[n], made[n]) for n in made)

@@ -129,6 +129,51 @@ def test_a_load_sent_ahead_is_answered_to_its_request_once():
             worker.request(dict(header, arity=4), 120, 0)
 
 
+def test_a_timing_waits_before_its_go_and_nowhere_else(monkeypatch):
+    """request_timed runs `before_go` (the grader's wait for its other
+    workers to be gone) after the warm-up and before the timed calls' seed
+    is sent, so the judge's clock and the timed calls start after it."""
+    from judge.isolation import WorkerProcess
+    steps = []
+
+    def request(self, header, timeout_s, max_blob_bytes, share=False):
+        steps.append(header["op"])
+        return ({"status": "warm"} if header["op"] == "time" else {"status": "ok"}), []
+
+    monkeypatch.setattr(WorkerProcess, "request", request)
+    worker = WorkerProcess(FIXTURES / "does_nothing.py", "cpu", LIMITS)
+    reply, _, window = worker.request_timed({"op": "time"}, 5, 60, 0, before_go=lambda: steps.append("waited"))
+    assert steps == ["time", "waited", "go", "buffers"] and reply["status"] == "ok" and window is not None
+
+
+def test_workers_stopped_in_the_background_are_gone_and_heard_once_waited_for():
+    """judge.slots.Stopping: the grading's other workers are killed at once
+    and reaped beside the timing's warm-up; wait() returns once every one is
+    dead, with what each printed collected in slot order."""
+    import os
+    from types import SimpleNamespace
+
+    from judge.isolation import WorkerProcess
+    from judge.slots import Slot, Stopping
+    run = SimpleNamespace(phases={}, printed=[])
+    run.collect_output = lambda out, err: run.printed.append(out)
+    slots = []
+    for _ in range(3):
+        slot = Slot(run)
+        slot.worker = WorkerProcess(FIXTURES.parent.parent / "submissions" / "faults" / "no_solve.py", "cpu", LIMITS)
+        slot.worker.start()
+        slots.append(slot)
+    pids = [slot.worker.proc.pid for slot in slots]
+    stopping = Stopping(run, slots + [Slot(run)])  # a slot without a worker is passed over
+    stopping.wait()
+    stopping.wait()  # once only
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert all(slot.worker is None for slot in slots) and len(run.printed) == 3
+    assert run.phases["stop_workers"] >= 0
+
+
 # --- the wire format -------------------------------------------------------------
 
 def _pair():

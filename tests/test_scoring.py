@@ -142,7 +142,7 @@ def _time_with(monkeypatch, outcomes):
     from judge.results import CaseResult
     attempts = []
 
-    def fake_time(run, case, slot, attempt=0):
+    def fake_time(run, case, slot, attempt=0, before_go=None):
         attempts.append(attempt)
         message = outcomes[len(attempts) - 1]
         if message is None:

@@ -21,8 +21,20 @@ def _exact(a: torch.Tensor, b: torch.Tensor):
     return ref.exact_with_scales(a, b)
 
 
-def matmul(inputs: dict[str, torch.Tensor], need_fp32: bool = False) -> dict[str, Expected]:
+def _exact_only(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    from reference import matmul as ref
+
+    if a.device.type == "cpu" and not ref._interpreted():
+        return ref.matmul(a.cuda(), b.cuda(), mode="exact").cpu()
+    return ref.matmul(a, b, mode="exact")
+
+
+def matmul(inputs: dict[str, torch.Tensor], need_fp32: bool = False, need_scales: bool = True) -> dict[str, Expected]:
     a, b = inputs["a"], inputs["b"]
+    if not need_scales:
+        # The exact product alone (a sampled timed call's check: judge.timed):
+        # a quarter of the time of the one that also sums |A|·|B| and A²·B².
+        return {"c": Expected(exact=_exact_only(a, b), terms=a.shape[1])}
     exact, abs_product, sq_product = _exact(a, b)
     fp32 = None
     if need_fp32:

@@ -27,9 +27,8 @@ def prepare(plan: dict, seed: int, device: str):
     Returns the call's arguments and the buffers to send back, by name:
     outputs (out and inout) and inputs (in)."""
     import torch
-    from judge.cases import make_inputs
-    values = make_inputs(plan, seed, device)
-    args, outputs, inputs = [], {}, {}
+    from judge.cases import refill_inputs
+    args, outputs, inputs, fresh = [], {}, {}, {}
     for item in plan["call"]:
         name, role = item["name"], item["role"]
         if role == "dim":
@@ -38,14 +37,16 @@ def prepare(plan: dict, seed: int, device: str):
         spec = plan["inputs"].get(name) or plan["outputs"][name]
         if role == "in":
             buf, view = guarded(spec["shape"], spec.get("dtype", "float32"), POISON_BITS, INPUT_GUARD, device)
-            view.copy_(values[name])
             inputs[name] = buf
+            fresh[name] = view
         else:
             buf, view = guarded(spec["shape"], spec.get("dtype", "float32"), GUARD_BITS, OUTPUT_GUARD, device)
             if role == "inout":
-                view.copy_(values[name])
+                fresh[name] = view
             else:
                 view.view(torch.int32).fill_(POISON_BITS)
             outputs[name] = buf
         args.append(view)
+    # Drawn straight into the views: make_inputs' values, without a copy.
+    refill_inputs(plan, seed, device, fresh)
     return args, outputs, inputs

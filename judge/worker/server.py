@@ -334,7 +334,7 @@ class Worker:
             if failure:
                 return self.reply(failure)
         steps["first_calls"] = round(clock.monotonic() - began, 3)
-        from judge.cases import call_seed, make_inputs
+        from judge.cases import call_seed, refill_inputs
         plan = msg["plan"]
         calls = [lambda args=args: self.solve(*args) for args, _, _ in prepared]
         roles = [(k, item["role"], item["name"]) for k, item in enumerate(plan["call"])]
@@ -355,9 +355,7 @@ class Worker:
             base["seed"] = int(go["call_seed"])
 
         def refill(r: int, i: int) -> None:
-            values = make_inputs(plan, call_seed(base["seed"], r), self.device)
-            for name, view in views[i].items():
-                view.copy_(values[name])
+            refill_inputs(plan, call_seed(base["seed"], r), self.device, views[i])
 
         try:
             # Each timed call runs under the rules; the timer's own work
