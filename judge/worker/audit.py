@@ -81,7 +81,6 @@ REFUSED = (
 )
 # Attribute reads that hand out frames (object.__getattr__ events).
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
-PROTECTED_SUFFIXES = (".py", ".pyc", ".so")
 # Modules already loaded by torch and Triton whose functions need no audit
 # event to call (ctypes.memmove on an address, _posixsubprocess.fork_exec):
 # hidden behind a stand-in.
@@ -117,6 +116,19 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     getframe = sys._getframe
     isabs = os.path.isabs
     from judge.worker.rules import RuleViolation
+    roots = _library_roots(submission)
+    kept: list[tuple[object, str]] = []  # the originals behind judge.worker.gates, and their kind
+    gate_codes: set = set()  # the guard's own code, which may go through a gate
+    thread_codes: set = set()  # the guard's own start of a thread
+    skipped_codes: set = set()  # the gates' stand-ins
+    torch_root = [None]
+
+    def library_import(code) -> bool:
+        """Module-level code of an installed file: an import's own
+        initialisation (not a file the worker could have written, nor code
+        compiled under an invented name)."""
+        filename = code.co_filename
+        return code.co_name == "<module>" and filename != submission and filename.startswith(roots)
 
     def blame(frame) -> bool:
         """Is the submission's own code behind this event?"""
@@ -124,13 +136,65 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             code = frame.f_code
             if code in trusted:
                 return False
-            filename = code.co_filename
-            if filename == submission:
+            if code.co_filename == submission:
                 return True
-            if code.co_name == "<module>" and isabs(filename):
+            if library_import(code):
                 return False  # another module's own initialisation (an import)
             frame = frame.f_back
         return False
+
+    def gate_allows(frame) -> bool:
+        """May this call through a gate (judge.worker.gates) go on? Only as
+        torch's own work for the guard (its mode entering or leaving) or for
+        an import: the first frame outside torch must be the guard's or an
+        installed module's initialisation."""
+        torch_dir = torch_root[0]
+        while frame is not None:
+            code = frame.f_code
+            if code in gate_codes:
+                return True
+            if code in skipped_codes or (torch_dir and code.co_filename.startswith(torch_dir)):
+                if code.co_name == "<module>":
+                    return True  # torch importing a module of its own
+                frame = frame.f_back
+                continue
+            return library_import(code)
+        return False
+
+    def thread_allowed(frame) -> bool:
+        """A new thread: through the guard's Thread.start in solve (the
+        thread then runs under the rules), or not the submission's doing.
+        A thread the submission starts otherwise (at import, or with
+        _thread directly) would run torch without the guard."""
+        while frame is not None:
+            code = frame.f_code
+            if code in thread_codes or code in trusted:
+                return True
+            if code.co_filename == submission:
+                return False
+            if library_import(code):
+                return True
+            frame = frame.f_back
+        return True
+
+    def through_gate(number: int, name: str, call_args, call_kwargs, box: list) -> None:
+        original, kind = kept[number]
+        me = get_ident()
+        busy.add(me)
+        try:
+            caller = getframe(2)  # the gate's stand-in
+            allowed = (kind == "overload" or (kind == "submission" and not blame(caller))
+                       or (kind == "thread" and thread_allowed(caller)) or (kind == "call" and gate_allows(caller)))
+        finally:
+            busy.discard(me)
+        if not allowed:
+            refuse("no threads but threading.Thread's in solve (which run under the rules)" if kind == "thread"
+                   else f"no way around the operator guard ({name})")
+        result = original(*call_args, **call_kwargs)
+        if kind == "overload":
+            from judge.worker.gates import gate_overload_result
+            result = gate_overload_result(result)
+        box.append(result)
 
     def innermost_is_submission(frame) -> bool:
         while frame is not None and frame.f_code in trusted:
@@ -197,6 +261,16 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     sealed.append((owner, name, value, fingerprint(value)))
             elif event == "tritonjudge.close_seal":
                 sealed_closed[0] = True
+            elif event == "tritonjudge.gated":
+                through_gate(*args)
+            elif event == "tritonjudge.gate_keep":
+                kept.append((args[0], args[1]))
+                args[2].append(len(kept) - 1)
+            elif event == "tritonjudge.gate_codes" and not sealed_closed[0]:
+                gate_codes.update(args[0])
+                thread_codes.update(args[1])
+                skipped_codes.update(args[2])
+                torch_root[0] = args[3]
             return
         busy.add(me)
         try:
@@ -218,7 +292,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 filename = args[1] if len(args) > 1 else None
                 if isinstance(filename, bytes):
                     filename = filename.decode(errors="replace")
-                if isinstance(filename, str) and filename != submission and filename.endswith(PROTECTED_SUFFIXES) \
+                # Under an absolute name, code claims to be a file's own:
+                # module-level code of a library counts as an import.
+                if isinstance(filename, str) and filename != submission and isabs(filename) \
                         and blame(frame) and not _same_source(filename, args[0]):
                     refuse(f"no code compiled under another file's name ({filename})")
             elif event == "open":
@@ -269,6 +345,29 @@ def _hide(name: str, blame, refuse, getframe) -> None:
             if value is real:
                 namespace[key] = stand_in
     sys.modules[name] = stand_in
+
+
+def _library_roots(submission: str) -> tuple[str, ...]:
+    """Folders of installed code: the import path as the worker started,
+    less any folder holding the worker's scratch folder or the submission
+    (where a file could have been written)."""
+    writable = [os.path.realpath(p) for p in (os.getcwd(), os.path.dirname(submission))]
+    roots: list[str] = []
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        forms = {os.path.normpath(entry), os.path.realpath(entry)}
+        if any(w == f or w.startswith(f + os.sep) or f.startswith(w + os.sep) for w in writable for f in forms):
+            continue
+        roots += [f + os.sep for f in forms if f + os.sep not in roots]
+    return tuple(roots)
+
+
+def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str) -> None:
+    """Tell the hook which code may go through a gate (judge.worker.gates);
+    taken once, before the seal closes."""
+    sys.audit("tritonjudge.gate_codes", frozenset(guard_codes), frozenset(thread_codes),
+              frozenset(stand_in_codes), torch_dir)
 
 
 def _filled(cell) -> bool:

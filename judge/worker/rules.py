@@ -51,12 +51,8 @@ TRANSFER_OPS = frozenset({"copy_", "_to_copy"})
 # autotuner's benchmark buffers): never a compute operator.
 TRITON_OPS = ALLOWED_OPS | {"set_", "_local_scalar_dense"}
 HOST_METHODS = ("cpu", "numpy", "tolist", "item", "__array__", "__dlpack__", "untyped_storage", "storage")
-# Ways to switch the dispatcher's modes off from Python; their use while solve
-# runs is itself a violation.
-MODE_SWITCHES = (("torch._C", "_DisableTorchDispatch"),
-                 ("torch.utils._python_dispatch", "_disable_current_modes"),
-                 ("torch.utils._python_dispatch", "_pop_mode"),
-                 ("torch.utils._python_dispatch", "_pop_mode_temporarily"))
+# torch's ways past the dispatch mode (popping it, excluding its key,
+# calling kernels directly) are gated by the audit hook: judge.worker.gates.
 
 
 # While a timed call runs (judge.timing's fence): the stream its start event is on.
@@ -83,7 +79,10 @@ class RuleViolation(Exception):
 
 
 def _device_of(x):
-    return getattr(x, "device", None)
+    import torch
+    if isinstance(x, torch.Tensor):
+        return torch._C.TensorBase.device.__get__(x)  # not a subclass's own `device`, which is its code
+    return getattr(x, "device", None) if isinstance(x, (torch.device, str)) else None
 
 
 class Guard:
@@ -142,6 +141,11 @@ class Guard:
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
+                if types:
+                    # A tensor subclass's own __torch_dispatch__ would run
+                    # after this check, with this mode set aside.
+                    guard.flag(f"rule: no torch compute in solve: a tensor subclass with its own "
+                               f"__torch_dispatch__ ({', '.join(t.__name__ for t in types)}) reached aten.{func}")
                 guard.check_op(func, args, kwargs, guard.inside_triton())
                 if TIMER_STREAM[0] is not None:
                     import torch
@@ -194,56 +198,35 @@ class Guard:
         self._originals.clear()
         return intact
 
-    # --- the guard's own integrity --------------------------------------------
-
-    def _patch_switches(self) -> None:
-        import importlib
-        guard = self
-        self._switches = []
-        for module_name, attr in MODE_SWITCHES:
-            module = importlib.import_module(module_name)
-            original = getattr(module, attr, None)
-            if original is None:
-                continue
-
-            def tripwire(*args, _original=original, _attr=attr, **kwargs):
-                if not guard.inside_triton() and guard.violation is None:
-                    guard.violation = (f"rule: solve tampered with the judge's operator guard "
-                                       f"(it called {_attr})")
-                    sys.audit("tritonjudge.violation", guard.violation)
-                return _original(*args, **kwargs)
-
-            setattr(module, attr, tripwire)
-            self._switches.append((module, attr, original))
-
-    def _unpatch_switches(self) -> None:
-        for module, attr, original in self._switches:
-            setattr(module, attr, original)
-        self._switches = []
+    # --- threads -----------------------------------------------------------------
 
     def _patch_threads(self) -> None:
         """Threads started during solve run under a guard of their own (the
         dispatcher's modes are per thread)."""
         import threading
-        guard = self
-        original_start = threading.Thread.start
+        guard, original_start = self, threading.Thread.start
         self._thread_start = original_start
 
         def start(thread, *args, **kwargs):
-            run = thread.run
-
-            def guarded_run():
-                with guard._make_mode():
-                    run()
-
-            thread.run = guarded_run
-            return original_start(thread, *args, **kwargs)
+            return _start_guarded(guard, original_start, thread, *args, **kwargs)
 
         threading.Thread.start = start
 
     def _unpatch_threads(self) -> None:
         import threading
         threading.Thread.start = self._thread_start
+
+    def _check_on_top(self, when: str) -> None:
+        """The guard's mode is the innermost and torch's Python dispatch key is
+        not switched off for this thread (both only through gated entry
+        points: judge.worker.gates; checked all the same)."""
+        import torch
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        python_key = torch._C.DispatchKey.Python
+        if _get_current_dispatch_mode() is not self._mode \
+                or torch._C._dispatch_tls_is_dispatch_key_excluded(python_key):
+            self.violation = self.violation or (f"rule: solve tampered with the judge's operator guard "
+                                                f"(its dispatch mode was not in force {when})")
 
     @contextlib.contextmanager
     def armed(self):
@@ -252,18 +235,39 @@ class Guard:
         self._patch_host_methods()
         self._patch_threads()
         self._mode.__enter__()
-        self._patch_switches()
+        self._check_on_top("as solve started")
         try:
             yield self
         finally:
-            self._unpatch_switches()
             self._unpatch_threads()
-            top = _get_current_dispatch_mode()
-            if top is self._mode:
+            self._check_on_top("when solve returned")
+            if _get_current_dispatch_mode() is self._mode:
                 self._mode.__exit__(None, None, None)
-            elif self.violation is None:
-                self.violation = "rule: solve tampered with the judge's operator guard (its dispatch mode was removed)"
             if not self._unpatch_host_methods() and self.violation is None:
                 self.violation = "rule: solve tampered with the judge's operator guard (tensor methods replaced)"
             if self.violation is not None:
                 sys.audit("tritonjudge.violation", self.violation)
+
+
+def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
+    """threading.Thread.start while solve runs: the thread's run under a
+    dispatch mode of its own (judge.worker.audit lets only this start
+    threads then)."""
+    run = thread.run
+
+    def guarded_run():
+        _run_guarded(guard, run)
+
+    thread.run = guarded_run
+    return original_start(thread, *args, **kwargs)
+
+
+def _run_guarded(guard: Guard, run) -> None:
+    with guard._make_mode():
+        run()
+
+
+def gate_codes() -> tuple[set, set]:
+    """The guard's code that may push and pop its modes through the gates
+    (judge.worker.gates), and the code that may start threads in solve."""
+    return {Guard.armed.__wrapped__.__code__, _run_guarded.__code__}, {_start_guarded.__code__}

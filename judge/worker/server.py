@@ -76,13 +76,21 @@ def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
 def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> None:
     """The permanent audit hook (judge.worker.audit), and the seal on the
     guard's code and constants, the launch wrappers and the reporting path."""
-    from judge.worker import audit, rules
+    import torch
+
+    from judge.worker import audit, gates, rules
     audit.install(path, trusted | {rules.Guard.inside_triton.__code__}, reply_fd=reply_fd)
-    pairs = list(sealed)
+    audit.gate_codes(*rules.gate_codes(), gates.stand_in_codes(), os.path.dirname(torch.__file__) + os.sep)
+    pairs = list(sealed) + gates.install()
     pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS",
-                                         "MODE_SWITCHES", "RuleViolation", "TIMER_STREAM", "fence",
-                                         "after_start")]
+                                         "RuleViolation", "TIMER_STREAM", "fence", "after_start",
+                                         "_start_guarded", "_run_guarded", "_device_of")]
+    # What the guard reads to check its mode is in force.
+    pairs += [(sys.modules["torch.utils._python_dispatch"], name)
+              for name in ("_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at")]
+    pairs += [(torch._C, name) for name in ("_len_torch_dispatch_stack", "_get_dispatch_stack_at",
+                                            "_dispatch_tls_is_dispatch_key_excluded")]
     # The guard's methods may not be shadowed on the instance either.
     pairs += [(guard.__dict__, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),

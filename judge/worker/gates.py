@@ -1,0 +1,161 @@
+"""Torch's ways around the operator guard, kept behind the audit hook.
+
+The guard (judge.worker.rules) is a dispatch mode: it sees every operator
+that reaches torch's Python dispatch key. Torch also offers, from Python,
+ways past that key: popping the mode stack, excluding the key for a block,
+redispatching an operator to its backend kernel, calling a kernel for a
+named key, registering kernels of one's own, capturing and replaying a CUDA
+graph at import. Each of these entry points is replaced, here and in every loaded
+module that holds a reference to it, by a stand-in that hands the call to
+the audit hook (judge.worker.audit); the original lives only in the hook's
+closure, which nothing else can reach. The hook lets a call through when it
+is torch's own work for the guard (the mode entering and leaving, in solve
+and in the threads solve starts) or an installed library's import, and
+refuses it, as a violation, from anywhere else: the submission, a hook it
+handed to Triton, a thread it started, at import or in solve. (A CUDA
+graph's capture is refused to the submission's own code only.)
+
+Installed once, before the submission is imported (so it never holds an
+original), and sealed: replacing a stand-in is itself a violation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# (module, attribute) or (module, class, attribute): each gated where present.
+GATED = (
+    # the dispatch mode stack
+    ("torch._C", "_pop_torch_dispatch_stack"), ("torch._C", "_push_on_torch_dispatch_stack"),
+    ("torch._C", "_set_dispatch_mode"), ("torch._C", "_unset_dispatch_mode"),
+    # dispatch keys switched off (or on) for the thread or a block
+    ("torch._C", "_DisableTorchDispatch"), ("torch._C", "_ExcludeDispatchKeyGuard"),
+    ("torch._C", "ExcludeDispatchKeyGuard"), ("torch._C", "_SetExcludeDispatchKeyGuard"),
+    ("torch._C", "_ForceDispatchKeyGuard"), ("torch._C", "_IncludeDispatchKeyGuard"),
+    ("torch._C", "_dispatch_tls_set_dispatch_key_excluded"), ("torch._C", "_dispatch_tls_set_dispatch_key_included"),
+    ("torch._C", "_RestorePythonTLSSnapshot"), ("torch._C", "_EnablePythonDispatcher"),
+    ("torch._C", "_DisablePythonDispatcher"), ("torch._C", "_EnablePreDispatch"),
+    ("torch._C", "_AutoDispatchBelowAutograd"), ("torch._C", "_AutoDispatchBelowADInplaceOrView"),
+    # kernels called directly, below every mode, or registered
+    ("torch._C", "_DispatchOperatorHandle", "redispatch_boxed"), ("torch._C", "_dispatch_call_boxed"),
+    ("torch._C", "_dispatch_get_computed_kernel_for_dispatch_key"), ("torch._C", "_dispatch_library"),
+    # work recorded at import and replayed in solve, unseen
+    ("torch._C", "_CUDAGraph", "capture_begin"),
+)
+# New threads: only through the guard's Thread.start in solve, where the
+# thread gets a mode of its own (one started at import, or with _thread,
+# would run torch with no guard); libraries' and Triton's own threads go on.
+THREADS = (("_thread", "start_new_thread"), ("_thread", "start_joinable_thread"))
+# Refused only when the submission's own code asks (at import, or directly
+# in solve): Triton's autotuner may capture a CUDA graph to time configs.
+SUBMISSION_ONLY = {("torch._C", "_CUDAGraph", "capture_begin")}
+# Passed through, but the per-key kernel entry of each operator it returns
+# (OpOverload._op_dk) is gated.
+OVERLOADS = ("torch._C", "_get_operation_overload")
+
+_installed: list = []
+
+
+def install() -> list[tuple[object, str]]:
+    """Gate every entry point of GATED and the per-key entries of the
+    operators; returns the (owner, attribute) pairs replaced, to seal."""
+    if _installed:
+        raise RuntimeError("the gates are installed once per process")
+    replaced: list[tuple[object, str]] = []
+    for target in GATED + THREADS:
+        owner = _owner(target[:-1])
+        original = getattr(owner, target[-1], None) if owner is not None else None
+        if original is None or getattr(original, "__gate__", False):
+            continue
+        kind = "submission" if target in SUBMISSION_ONLY else "thread" if target in THREADS else "call"
+        stand_in = _stand_in(_keep(original, kind), ".".join(target))
+        setattr(owner, target[-1], stand_in)
+        replaced.append((owner, target[-1]))
+        replaced += _replace_references(original, stand_in)
+    owner = _owner(OVERLOADS[:-1])
+    original = getattr(owner, OVERLOADS[-1], None) if owner is not None else None
+    if original is not None:
+        stand_in = _stand_in(_keep(original, "overload"), ".".join(OVERLOADS))
+        setattr(owner, OVERLOADS[-1], stand_in)
+        replaced.append((owner, OVERLOADS[-1]))
+        replaced += _replace_references(original, stand_in)
+        _gate_existing_overloads()
+    _installed.append(True)
+    return replaced
+
+
+def stand_in_codes() -> set:
+    """The code of every stand-in (one function, many closures)."""
+    return {_stand_in.__code__.co_consts[i] for i in range(len(_stand_in.__code__.co_consts))
+            if hasattr(_stand_in.__code__.co_consts[i], "co_name")}
+
+
+def gate_overload_result(result):
+    """The audit hook's treatment of _get_operation_overload's answer
+    (op, op_dk, tags): op_dk gated."""
+    if isinstance(result, tuple) and len(result) == 3 and callable(result[1]):
+        op, op_dk, tags = result
+        return op, _stand_in(_keep(op_dk, "call"), "OpOverload._op_dk"), tags
+    return result
+
+
+def _owner(path: tuple):
+    try:
+        owner = importlib.import_module(path[0])
+    except ImportError:
+        return None
+    for name in path[1:]:
+        owner = getattr(owner, name, None)
+    return owner
+
+
+def _keep(original, kind: str) -> int:
+    """Hand `original` to the audit hook; its number there."""
+    box: list = []
+    sys.audit("tritonjudge.gate_keep", original, kind, box)
+    if not box:
+        raise RuntimeError("the audit hook is not installed")
+    return box[0]
+
+
+def _stand_in(number: int, name: str):
+    audit = sys.audit
+
+    def gated(*args, **kwargs):
+        box: list = []
+        audit("tritonjudge.gated", number, name, args, kwargs, box)
+        return box[0]
+
+    gated.__name__ = gated.__qualname__ = name.rpartition(".")[2]
+    gated.__gate__ = True
+    return gated
+
+
+def _replace_references(original, stand_in) -> list[tuple[object, str]]:
+    """Loaded modules that imported the original by name get the stand-in."""
+    replaced = []
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for key, value in list(namespace.items()):
+            if value is original:
+                namespace[key] = stand_in
+                replaced.append((module, key))
+    return replaced
+
+
+def _gate_existing_overloads() -> None:
+    """OpOverload objects made before the gates (torch caches them on first
+    use) keep their per-key entry in their own __dict__: gate each."""
+    import torch
+    from torch._ops import OpOverload, OpOverloadPacket
+    for namespace in list(vars(torch.ops).values()):
+        for packet in list(getattr(namespace, "__dict__", {}).values()):
+            if not isinstance(packet, OpOverloadPacket):
+                continue
+            for overload in list(vars(packet).values()):
+                entry = vars(overload).get("_op_dk") if isinstance(overload, OpOverload) else None
+                if entry is not None and not getattr(entry, "__gate__", False):
+                    overload._op_dk = _stand_in(_keep(entry, "call"), "OpOverload._op_dk")
