@@ -42,6 +42,8 @@ GATED = (
     ("torch._C", "_dispatch_get_computed_kernel_for_dispatch_key"), ("torch._C", "_dispatch_library"),
     # work recorded at import and replayed in solve, unseen
     ("torch._C", "_CUDAGraph", "capture_begin"),
+    # work run on TorchScript's own threads, or handed to another library's arrays
+    ("torch._C", "fork"), ("torch._C", "_to_dlpack"),
 )
 # New threads: only through the guard's Thread.start in solve, where the
 # thread gets a mode of its own (one started at import, or with _thread,
