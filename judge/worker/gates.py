@@ -1,19 +1,22 @@
-"""Torch's ways around the operator guard, kept behind the audit hook.
+"""Ways around the operator guard, kept behind the audit hook.
 
 The guard (judge.worker.rules) is a dispatch mode: it sees every operator
 that reaches torch's Python dispatch key. Torch also offers, from Python,
 ways past that key: popping the mode stack, excluding the key for a block,
 redispatching an operator to its backend kernel, calling a kernel for a
-named key, registering kernels of one's own, capturing and replaying a CUDA
-graph at import. Each of these entry points is replaced, here and in every loaded
-module that holds a reference to it, by a stand-in that hands the call to
-the audit hook (judge.worker.audit); the original lives only in the hook's
-closure, which nothing else can reach. The hook lets a call through when it
-is torch's own work for the guard (the mode entering and leaving, in solve
-and in the threads solve starts) or an installed library's import, and
-refuses it, as a violation, from anywhere else: the submission, a hook it
-handed to Triton, a thread it started, at import or in solve. (A CUDA
-graph's capture is refused to the submission's own code only.)
+named key, registering kernels of one's own, capturing a CUDA graph at
+import to replay in solve, threads that never met the guard. Triton's
+package carries a cuBLAS binding too. Each of these entry points is
+replaced, here and in every loaded module that holds a reference to it, by
+a stand-in that hands the call to the audit hook (judge.worker.audit); the
+original lives only in the hook's closure, which nothing else can reach.
+The hook lets a call through when it is torch's own work for the guard (the
+mode entering and leaving, in solve and in the threads solve starts) or an
+installed library's import, and refuses it, as a violation, from anywhere
+else: the submission, a hook it handed to Triton, a thread it started, at
+import or in solve. (A CUDA graph's capture is refused to the submission's
+own code only; a new thread, unless it starts through the guard's
+Thread.start in solve, or for Triton or a library.)
 
 Installed once, before the submission is imported (so it never holds an
 original), and sealed: replacing a stand-in is itself a violation.
@@ -44,6 +47,8 @@ GATED = (
     ("torch._C", "_CUDAGraph", "capture_begin"),
     # work run on TorchScript's own threads, or handed to another library's arrays
     ("torch._C", "fork"), ("torch._C", "_to_dlpack"),
+    # cuBLAS, as Triton's own package ships it (for its tutorials' benchmarks)
+    ("triton._C.libtriton.nvidia.cublas", "CublasLt"),
 )
 # New threads: only through the guard's Thread.start in solve, where the
 # thread gets a mode of its own (one started at import, or with _thread,
@@ -65,24 +70,20 @@ def install() -> list[tuple[object, str]]:
     if _installed:
         raise RuntimeError("the gates are installed once per process")
     replaced: list[tuple[object, str]] = []
-    for target in GATED + THREADS:
+    stand_ins: dict[int, object] = {}  # id of an original -> its stand-in
+    for target in GATED + THREADS + (OVERLOADS,):
         owner = _owner(target[:-1])
         original = getattr(owner, target[-1], None) if owner is not None else None
-        if original is None or getattr(original, "__gate__", False):
+        if original is None or id(original) in stand_ins:
             continue
-        kind = "submission" if target in SUBMISSION_ONLY else "thread" if target in THREADS else "call"
+        kind = ("overload" if target == OVERLOADS else "submission" if target in SUBMISSION_ONLY
+                else "thread" if target in THREADS else "call")
         stand_in = _stand_in(_keep(original, kind), ".".join(target))
         setattr(owner, target[-1], stand_in)
         replaced.append((owner, target[-1]))
-        replaced += _replace_references(original, stand_in)
-    owner = _owner(OVERLOADS[:-1])
-    original = getattr(owner, OVERLOADS[-1], None) if owner is not None else None
-    if original is not None:
-        stand_in = _stand_in(_keep(original, "overload"), ".".join(OVERLOADS))
-        setattr(owner, OVERLOADS[-1], stand_in)
-        replaced.append((owner, OVERLOADS[-1]))
-        replaced += _replace_references(original, stand_in)
-        _gate_existing_overloads()
+        stand_ins[id(original)] = stand_in
+    replaced += _replace_references(stand_ins)
+    _gate_existing_overloads()
     _installed.append(True)
     return replaced
 
@@ -103,13 +104,18 @@ def gate_overload_result(result):
 
 
 def _owner(path: tuple):
-    try:
-        owner = importlib.import_module(path[0])
-    except ImportError:
-        return None
-    for name in path[1:]:
-        owner = getattr(owner, name, None)
-    return owner
+    """The object at `path`: a module path (its tail may be attributes, as
+    for a C extension's submodules), then attributes."""
+    parts = path[0].split(".") + list(path[1:])
+    for cut in range(len(parts), 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            owner = getattr(owner, name, None)
+        return owner
+    return None
 
 
 def _keep(original, kind: str) -> int:
@@ -134,15 +140,17 @@ def _stand_in(number: int, name: str):
     return gated
 
 
-def _replace_references(original, stand_in) -> list[tuple[object, str]]:
-    """Loaded modules that imported the original by name get the stand-in."""
+def _replace_references(stand_ins: dict[int, object]) -> list[tuple[object, str]]:
+    """Loaded modules that imported an original by name get its stand-in
+    (one pass over every module's globals)."""
     replaced = []
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
             continue
         for key, value in list(namespace.items()):
-            if value is original:
+            stand_in = stand_ins.get(id(value))
+            if stand_in is not None and value is not stand_in:
                 namespace[key] = stand_in
                 replaced.append((module, key))
     return replaced
