@@ -114,6 +114,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     busy: set[int] = set()  # threads inside the hook: its own frame walk raises events too
     get_ident = threading.get_ident
     getframe = sys._getframe
+    import gc
+    gc_isenabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
     isabs = os.path.isabs
     from judge.worker.rules import RuleViolation
     roots = _library_roots(submission)
@@ -122,6 +124,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     thread_codes: set = set()  # the guard's own start of a thread
     skipped_codes: set = set()  # the gates' stand-ins
     torch_root = [None]
+    judge_files: set = set()  # the worker's own code (judge.worker.server and the modules it runs)
+    passed_files: set = set()  # the guard's own wrappers, whose callers decide
 
     def library_import(code) -> bool:
         """Module-level code of an installed file: an import's own
@@ -177,12 +181,34 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             frame = frame.f_back
         return True
 
+    def origin(frame) -> str:
+        """Whose code asks for a torch operator: "judge" (the worker's own),
+        "triton" (the judge's wrapper around a Triton launch) or
+        "submission" (the file, code it compiled, a finalizer or a patched
+        function of its own: anything else). The innermost frame that is
+        neither an installed library's nor the guard's own decides, by its
+        code (which cannot claim another file's name)."""
+        while frame is not None:
+            code = frame.f_code
+            filename = code.co_filename
+            if filename == submission:
+                return "submission"
+            if code in trusted:
+                return "triton"
+            if filename in judge_files:
+                return "judge"
+            if filename in passed_files or filename.startswith(roots) or filename.startswith("<frozen "):
+                frame = frame.f_back
+                continue
+            return "submission"
+        return "submission"
+
     def through_gate(number: int, name: str, call_args, call_kwargs, box: list) -> None:
         original, kind = kept[number]
         me = get_ident()
         busy.add(me)
         try:
-            caller = getframe(2)  # the gate's stand-in
+            caller = getframe(3)  # the gate's stand-in (through_gate, _hook, hook)
             allowed = (kind == "overload" or (kind == "submission" and not blame(caller))
                        or (kind == "thread" and thread_allowed(caller)) or (kind == "call" and gate_allows(caller)))
         finally:
@@ -243,13 +269,26 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         box.extend(violations)
 
     def hook(event: str, args) -> None:
+        if event == "tritonjudge.violation":  # even from a finalizer run while the hook was busy
+            record(str(args[0]))
+            return
         me = get_ident()
         if me in busy:
             return
+        # No collection while the hook decides: a finalizer of the file's
+        # run here would find the hook busy, its own events unexamined.
+        collecting = gc_isenabled()
+        if collecting:
+            gc_disable()
+        try:
+            _hook(event, args, me)
+        finally:
+            if collecting:
+                gc_enable()
+
+    def _hook(event: str, args, me: int) -> None:
         if event.startswith("tritonjudge."):
-            if event == "tritonjudge.violation":
-                record(str(args[0]))
-            elif event == "tritonjudge.verify":
+            if event == "tritonjudge.verify":
                 busy.add(me)
                 try:
                     verify(args[0])
@@ -261,6 +300,12 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     sealed.append((owner, name, value, fingerprint(value)))
             elif event == "tritonjudge.close_seal":
                 sealed_closed[0] = True
+            elif event == "tritonjudge.origin":
+                busy.add(me)
+                try:
+                    args[0].append(origin(getframe(2)))
+                finally:
+                    busy.discard(me)
             elif event == "tritonjudge.gated":
                 through_gate(*args)
             elif event == "tritonjudge.gate_keep":
@@ -271,10 +316,12 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 thread_codes.update(args[1])
                 skipped_codes.update(args[2])
                 torch_root[0] = args[3]
+                judge_files.update(args[4])
+                passed_files.update(args[5])
             return
         busy.add(me)
         try:
-            frame = getframe(1)
+            frame = getframe(2)  # the caller of sys.audit (_hook, hook)
             if event == "import":
                 top = str(args[0]).partition(".")[0]
                 if top in DENIED_IMPORTS and blame(frame):
@@ -363,11 +410,12 @@ def _library_roots(submission: str) -> tuple[str, ...]:
     return tuple(roots)
 
 
-def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str) -> None:
-    """Tell the hook which code may go through a gate (judge.worker.gates);
-    taken once, before the seal closes."""
+def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str, judge_files, passed_files) -> None:
+    """Tell the hook which code may go through a gate (judge.worker.gates),
+    and which files are the worker's own and the guard's (for the origin of
+    an operator); taken once, before the seal closes."""
     sys.audit("tritonjudge.gate_codes", frozenset(guard_codes), frozenset(thread_codes),
-              frozenset(stand_in_codes), torch_dir)
+              frozenset(stand_in_codes), torch_dir, frozenset(judge_files), frozenset(passed_files))
 
 
 def _filled(cell) -> bool:

@@ -78,6 +78,9 @@ class RuleViolation(Exception):
     guard remembers the first violation either way)."""
 
 
+_TENSOR: list = [None]  # torch.Tensor, once the guard makes its mode
+
+
 def _device_of(x):
     import torch
     if isinstance(x, torch.Tensor):
@@ -96,6 +99,7 @@ class Guard:
         self._originals: dict[str, object] = {}
         self._submission_globals: dict = {}
         self._wrapper_globals: dict = {}
+        self._watching = False  # watch(): the mode stays in force after the file is imported
 
     def flag(self, what: str) -> None:
         if self.violation is None:
@@ -121,6 +125,16 @@ class Guard:
             frame = frame.f_back
         return False
 
+    def watch(self) -> None:
+        """From now on (the file imported), every operator in this thread is
+        checked, wherever it comes from, by whose code asks for it
+        (judge.worker.audit.origin): a finalizer the file left behind, or a
+        torch function it patched that the worker then calls, runs under the
+        rules as solve does; the worker's own work goes on."""
+        self._mode = self._make_mode()
+        self._mode.__enter__()
+        self._watching = True
+
     def bind(self, submission_globals: dict, wrapper_globals: dict) -> None:
         self._submission_globals = submission_globals
         self._wrapper_globals = wrapper_globals
@@ -128,8 +142,10 @@ class Guard:
     # --- dispatcher ------------------------------------------------------------
 
     def _make_mode(self):
+        import torch
         from torch.utils._python_dispatch import TorchDispatchMode
         guard = self
+        _TENSOR[0] = torch.Tensor
 
         class OpGuard(TorchDispatchMode):
             @classmethod
@@ -141,12 +157,18 @@ class Guard:
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if types:
+                subclasses = [t for t in types if t is not _TENSOR[0]]
+                if subclasses:
                     # A tensor subclass's own __torch_dispatch__ would run
                     # after this check, with this mode set aside.
                     guard.flag(f"rule: no torch compute in solve: a tensor subclass with its own "
-                               f"__torch_dispatch__ ({', '.join(t.__name__ for t in types)}) reached aten.{func}")
-                guard.check_op(func, args, kwargs, guard.inside_triton())
+                               f"__torch_dispatch__ ({', '.join(t.__name__ for t in subclasses)}) reached {func}")
+                if guard._watching:
+                    where = _origin()
+                    if where != "judge":
+                        guard.check_op(func, args, kwargs, where == "triton")
+                else:
+                    guard.check_op(func, args, kwargs, guard.inside_triton())
                 if TIMER_STREAM[0] is not None:
                     import torch
                     after_start(torch.cuda.current_stream())
@@ -231,22 +253,33 @@ class Guard:
     @contextlib.contextmanager
     def armed(self):
         from torch.utils._python_dispatch import _get_current_dispatch_mode
-        self._mode = self._make_mode()
+        own_mode = not self._watching  # once watching, the mode stays in force between calls too
+        if own_mode:
+            self._mode = self._make_mode()
         self._patch_host_methods()
         self._patch_threads()
-        self._mode.__enter__()
+        if own_mode:
+            self._mode.__enter__()
         self._check_on_top("as solve started")
         try:
             yield self
         finally:
             self._unpatch_threads()
             self._check_on_top("when solve returned")
-            if _get_current_dispatch_mode() is self._mode:
+            if own_mode and _get_current_dispatch_mode() is self._mode:
                 self._mode.__exit__(None, None, None)
             if not self._unpatch_host_methods() and self.violation is None:
                 self.violation = "rule: solve tampered with the judge's operator guard (tensor methods replaced)"
             if self.violation is not None:
                 sys.audit("tritonjudge.violation", self.violation)
+
+
+def _origin() -> str:
+    """Whose operator this is: "judge", "triton" or "submission", as the
+    audit hook tells from the stack (judge.worker.audit)."""
+    box: list = []
+    sys.audit("tritonjudge.origin", box)
+    return box[0] if box else "submission"
 
 
 def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
@@ -270,4 +303,5 @@ def _run_guarded(guard: Guard, run) -> None:
 def gate_codes() -> tuple[set, set]:
     """The guard's code that may push and pop its modes through the gates
     (judge.worker.gates), and the code that may start threads in solve."""
-    return {Guard.armed.__wrapped__.__code__, _run_guarded.__code__}, {_start_guarded.__code__}
+    return ({Guard.armed.__wrapped__.__code__, Guard.watch.__code__, _run_guarded.__code__},
+            {_start_guarded.__code__})

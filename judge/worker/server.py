@@ -73,6 +73,25 @@ def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
     return frozenset(codes), sealed
 
 
+# The worker's own code, whose torch operators are its own business once the
+# file is imported (judge.worker.rules.Guard.watch), and the guard's own.
+JUDGE_MODULES = ("judge.worker.server", "judge.worker.buffers", "judge.worker.interpret", "judge.worker.__main__",
+                 "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
+                 "judge.protocol")
+GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune")
+
+
+def _module_files(names) -> set[str]:
+    """The source files of these modules, as their code objects name them."""
+    import importlib.util
+    files = set()
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            files.add(spec.origin)
+    return files
+
+
 def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> None:
     """The permanent audit hook (judge.worker.audit), and the seal on the
     guard's code and constants, the launch wrappers and the reporting path."""
@@ -80,12 +99,13 @@ def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int
 
     from judge.worker import audit, gates, rules
     audit.install(path, trusted | {rules.Guard.inside_triton.__code__}, reply_fd=reply_fd)
-    audit.gate_codes(*rules.gate_codes(), gates.stand_in_codes(), os.path.dirname(torch.__file__) + os.sep)
+    audit.gate_codes(*rules.gate_codes(), gates.stand_in_codes(), os.path.dirname(torch.__file__) + os.sep,
+                     _module_files(JUDGE_MODULES), _module_files(GUARD_MODULES))
     pairs = list(sealed) + gates.install()
     pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
-                                         "_start_guarded", "_run_guarded", "_device_of")]
+                                         "_start_guarded", "_run_guarded", "_device_of", "_origin", "_TENSOR")]
     # What the guard reads to check its mode is in force.
     pairs += [(sys.modules["torch.utils._python_dispatch"], name)
               for name in ("_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at")]
@@ -266,6 +286,7 @@ class Worker:
                                "message": f"solve{inspect.signature(solve)} cannot be called with "
                                           f"the {arity} arguments {msg.get('arg_names')}"})
         self.solve = solve
+        self.guard.watch()  # from here on, the file's code runs under the rules wherever it runs
         self.reply({"status": "ok", "startup": self.startup})
 
     # --- run -------------------------------------------------------------------
