@@ -88,11 +88,22 @@ def seeded(seed: int, device):
 def run_generator(code: dict, test: str, seed: int, device):
     """The test dict (for "functional", the list) a generator returns. On
     `meta` (shapes only) tensors made without a device go there too."""
+    import gc
+
     import torch
     made = instance(code)
     default = torch.device("meta") if str(device) == "meta" else contextlib.nullcontext()
-    with seeded(seed, device), on_device(device), default, torch.no_grad():
-        return getattr(made, TESTS[test])()
+    # In a worker the challenge's code runs as the judge's own (its torch
+    # operators are the judge's: judge.worker.audit); no collection runs
+    # meanwhile, so no finalizer of the submission's runs as the judge's too.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with seeded(seed, device), on_device(device), default, torch.no_grad():
+            return getattr(made, TESTS[test])()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 _generated: dict[tuple, Any] = {}

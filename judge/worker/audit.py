@@ -126,6 +126,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     torch_root = [None]
     judge_files: set = set()  # the worker's own code (judge.worker.server and the modules it runs)
     passed_files: set = set()  # the guard's own wrappers, whose callers decide
+    trusting_codes: set = set()  # the judge's calls of code it runs on purpose (LeetGPU's generators)
 
     def library_import(code) -> bool:
         """Module-level code of an installed file: an import's own
@@ -187,20 +188,24 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         "submission" (the file, code it compiled, a finalizer or a patched
         function of its own: anything else). The innermost frame that is
         neither an installed library's nor the guard's own decides, by its
-        code (which cannot claim another file's name)."""
+        code (which cannot claim another file's name); code of no known file
+        counts as the submission's, unless the judge runs it on purpose (a
+        LeetGPU challenge's own input generator: `trusting_codes`)."""
+        unknown = False
         while frame is not None:
             code = frame.f_code
             filename = code.co_filename
             if filename == submission:
                 return "submission"
-            if code in trusted:
-                return "triton"
-            if filename in judge_files:
+            if code in trusting_codes:
                 return "judge"
-            if filename in passed_files or filename.startswith(roots) or filename.startswith("<frozen "):
-                frame = frame.f_back
-                continue
-            return "submission"
+            if code in trusted:
+                return "submission" if unknown else "triton"
+            if filename in judge_files:
+                return "submission" if unknown else "judge"
+            if not (filename in passed_files or filename.startswith(roots) or filename.startswith("<frozen ")):
+                unknown = True
+            frame = frame.f_back
         return "submission"
 
     def through_gate(number: int, name: str, call_args, call_kwargs, box: list) -> None:
@@ -318,6 +323,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 torch_root[0] = args[3]
                 judge_files.update(args[4])
                 passed_files.update(args[5])
+                trusting_codes.update(args[6])
             return
         busy.add(me)
         try:
@@ -410,12 +416,15 @@ def _library_roots(submission: str) -> tuple[str, ...]:
     return tuple(roots)
 
 
-def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str, judge_files, passed_files) -> None:
+def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str, judge_files, passed_files,
+               trusting_codes) -> None:
     """Tell the hook which code may go through a gate (judge.worker.gates),
-    and which files are the worker's own and the guard's (for the origin of
-    an operator); taken once, before the seal closes."""
+    and, for the origin of an operator, which files are the worker's own and
+    the guard's and which calls run code the judge trusts; taken once,
+    before the seal closes."""
     sys.audit("tritonjudge.gate_codes", frozenset(guard_codes), frozenset(thread_codes),
-              frozenset(stand_in_codes), torch_dir, frozenset(judge_files), frozenset(passed_files))
+              frozenset(stand_in_codes), torch_dir, frozenset(judge_files), frozenset(passed_files),
+              frozenset(trusting_codes))
 
 
 def _filled(cell) -> bool:

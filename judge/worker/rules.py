@@ -100,6 +100,7 @@ class Guard:
         self._submission_globals: dict = {}
         self._wrapper_globals: dict = {}
         self._watching = False  # watch(): the mode stays in force after the file is imported
+        self._in_solve = False  # within armed() (a flag the file may flip: either way is as strict)
 
     def flag(self, what: str) -> None:
         if self.violation is None:
@@ -163,7 +164,11 @@ class Guard:
                     # after this check, with this mode set aside.
                     guard.flag(f"rule: no torch compute in solve: a tensor subclass with its own "
                                f"__torch_dispatch__ ({', '.join(t.__name__ for t in subclasses)}) reached {func}")
-                if guard._watching:
+                if guard._watching and not guard._in_solve:
+                    # Outside solve (the worker's own work, or the file's
+                    # code run by it): whose code asks, told by the audit
+                    # hook. In solve, the cheaper walk below, as the
+                    # latency of a short kernel includes this host path.
                     where = _origin()
                     if where != "judge":
                         guard.check_op(func, args, kwargs, where == "triton")
@@ -261,9 +266,11 @@ class Guard:
         if own_mode:
             self._mode.__enter__()
         self._check_on_top("as solve started")
+        self._in_solve = True
         try:
             yield self
         finally:
+            self._in_solve = False
             self._unpatch_threads()
             self._check_on_top("when solve returned")
             if own_mode and _get_current_dispatch_mode() is self._mode:

@@ -99,8 +99,9 @@ def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int
 
     from judge.worker import audit, gates, rules
     audit.install(path, trusted | {rules.Guard.inside_triton.__code__}, reply_fd=reply_fd)
+    from judge.leetgpu import generation
     audit.gate_codes(*rules.gate_codes(), gates.stand_in_codes(), os.path.dirname(torch.__file__) + os.sep,
-                     _module_files(JUDGE_MODULES), _module_files(GUARD_MODULES))
+                     _module_files(JUDGE_MODULES), _module_files(GUARD_MODULES), {generation.run_generator.__code__})
     pairs = list(sealed) + gates.install()
     pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS",
