@@ -106,7 +106,7 @@ def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int
     pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
-                                         "_start_guarded", "_run_guarded", "_device_of", "_origin", "_TENSOR")]
+                                         "_start_guarded", "_run_guarded", "_device_of", "_origin", "_TENSOR", "_crossing")]
     # What the guard reads to check its mode is in force.
     pairs += [(sys.modules["torch.utils._python_dispatch"], name)
               for name in ("_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at")]
