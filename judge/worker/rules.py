@@ -17,12 +17,18 @@ the submission hands to Triton (a Config's pre_hook or post_hook, the
 autotuner's hooks, the runtime's launch hooks) runs as submission code, so
 it is under the full rules.
 
+Once the file is imported the mode stays in force (watch()): outside solve
+an operator is the file's when the audit hook finds the file's code, or code
+of no known file, asking for it (a finalizer, a torch function it patched
+that the worker calls), and the same rules apply.
+
 This runs in the untrusted process. The guard follows threads started during
-solve, and trips when its mode is popped or switched off through torch's
-Python helpers or its patches are undone; it has no switch to flip, and its
-code, its constants and the judge's wrappers are sealed by the audit hook
-(judge.worker.audit), which also reports every violation to the judge
-itself. Correctness never depends on it: the judge checks every output.
+solve; torch's ways to pop its mode or go past it are gated by the audit
+hook (judge.worker.gates), and it notices its mode out of place or its
+patches undone; it has no switch to flip, and its code, its constants and
+the judge's wrappers are sealed by the audit hook (judge.worker.audit),
+which also reports every violation to the judge itself. Correctness never
+depends on it: the judge checks every output.
 """
 
 from __future__ import annotations
