@@ -57,7 +57,7 @@ def part1():
 
 def part2():
     import torch
-    from judge import cases, challenge as ch
+    from judge import challenge as ch
     from judge.worker import autotune
     autotune.install()
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()

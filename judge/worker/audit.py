@@ -34,6 +34,14 @@ violation the judge turns into `rejected`:
   * new processes (fork, exec, spawn, subprocess, os.system) and sockets.
 A violation is remembered here even if the submission catches the
 exception; the worker asks for the record after every call.
+
+The hook also keeps what nothing else may reach: the originals of torch's
+ways past the operator guard (judge.worker.gates), let through only for
+the guard's own work; and it tells, from the stack, whose code asks for a
+torch operator once the file is imported (the worker's own modules, the
+judge's Triton wrapper, or the submission's: judge.worker.rules). It runs
+with Python's collector off, so no finalizer of the file's runs while it
+is busy.
 """
 
 from __future__ import annotations
@@ -118,95 +126,12 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     gc_isenabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
     isabs = os.path.isabs
     from judge.worker.rules import RuleViolation
-    roots = _library_roots(submission)
+    from judge.worker import attribution
     kept: list[tuple[object, str]] = []  # the originals behind judge.worker.gates, and their kind
-    gate_codes: set = set()  # the guard's own code, which may go through a gate
-    thread_codes: set = set()  # the guard's own start of a thread
-    skipped_codes: set = set()  # the gates' stand-ins
-    torch_root = [None]
-    judge_files: set = set()  # the worker's own code (judge.worker.server and the modules it runs)
-    passed_files: set = set()  # the guard's own wrappers, whose callers decide
-    trusting_codes: set = set()  # the judge's calls of code it runs on purpose (LeetGPU's generators)
-
-    def library_import(code) -> bool:
-        """Module-level code of an installed file: an import's own
-        initialisation (not a file the worker could have written, nor code
-        compiled under an invented name)."""
-        filename = code.co_filename
-        return code.co_name == "<module>" and filename != submission and filename.startswith(roots)
-
-    def blame(frame) -> bool:
-        """Is the submission's own code behind this event?"""
-        while frame is not None:
-            code = frame.f_code
-            if code in trusted:
-                return False
-            if code.co_filename == submission:
-                return True
-            if library_import(code):
-                return False  # another module's own initialisation (an import)
-            frame = frame.f_back
-        return False
-
-    def gate_allows(frame) -> bool:
-        """May this call through a gate (judge.worker.gates) go on? Only as
-        torch's own work for the guard (its mode entering or leaving) or for
-        an import: the first frame outside torch must be the guard's or an
-        installed module's initialisation."""
-        torch_dir = torch_root[0]
-        while frame is not None:
-            code = frame.f_code
-            if code in gate_codes:
-                return True
-            if code in skipped_codes or (torch_dir and code.co_filename.startswith(torch_dir)):
-                if code.co_name == "<module>":
-                    return True  # torch importing a module of its own
-                frame = frame.f_back
-                continue
-            return library_import(code)
-        return False
-
-    def thread_allowed(frame) -> bool:
-        """A new thread: through the guard's Thread.start in solve (the
-        thread then runs under the rules), or not the submission's doing.
-        A thread the submission starts otherwise (at import, or with
-        _thread directly) would run torch without the guard."""
-        while frame is not None:
-            code = frame.f_code
-            if code in thread_codes or code in trusted:
-                return True
-            if code.co_filename == submission:
-                return False
-            if library_import(code):
-                return True
-            frame = frame.f_back
-        return True
-
-    def origin(frame) -> str:
-        """Whose code asks for a torch operator: "judge" (the worker's own),
-        "triton" (the judge's wrapper around a Triton launch) or
-        "submission" (the file, code it compiled, a finalizer or a patched
-        function of its own: anything else). The innermost frame that is
-        neither an installed library's nor the guard's own decides, by its
-        code (which cannot claim another file's name); code of no known file
-        counts as the submission's, unless the judge runs it on purpose (a
-        LeetGPU challenge's own input generator: `trusting_codes`)."""
-        unknown = False
-        while frame is not None:
-            code = frame.f_code
-            filename = code.co_filename
-            if filename == submission:
-                return "submission"
-            if code in trusting_codes:
-                return "judge"
-            if code in trusted:
-                return "submission" if unknown else "triton"
-            if filename in judge_files:
-                return "submission" if unknown else "judge"
-            if not (filename in passed_files or filename.startswith(roots) or filename.startswith("<frozen ")):
-                unknown = True
-            frame = frame.f_back
-        return "submission"
+    # Filled once, before the seal closes (gate_codes()); read by the frame readers.
+    known = attribution.Known()
+    blame, innermost_is_submission, gate_allows, thread_allowed, origin = attribution.readers(
+        submission, trusted, attribution.library_roots(submission), known)
 
     def through_gate(number: int, name: str, call_args, call_kwargs, box: list) -> None:
         original, kind = kept[number]
@@ -226,11 +151,6 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             from judge.worker.gates import gate_overload_result
             result = gate_overload_result(result)
         box.append(result)
-
-    def innermost_is_submission(frame) -> bool:
-        while frame is not None and frame.f_code in trusted:
-            frame = frame.f_back
-        return frame is not None and frame.f_code.co_filename == submission
 
     import json
     import struct
@@ -317,13 +237,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 kept.append((args[0], args[1]))
                 args[2].append(len(kept) - 1)
             elif event == "tritonjudge.gate_codes" and not sealed_closed[0]:
-                gate_codes.update(args[0])
-                thread_codes.update(args[1])
-                skipped_codes.update(args[2])
-                torch_root[0] = args[3]
-                judge_files.update(args[4])
-                passed_files.update(args[5])
-                trusting_codes.update(args[6])
+                known.fill(*args)
             return
         busy.add(me)
         try:
@@ -398,22 +312,6 @@ def _hide(name: str, blame, refuse, getframe) -> None:
             if value is real:
                 namespace[key] = stand_in
     sys.modules[name] = stand_in
-
-
-def _library_roots(submission: str) -> tuple[str, ...]:
-    """Folders of installed code: the import path as the worker started,
-    less any folder holding the worker's scratch folder or the submission
-    (where a file could have been written)."""
-    writable = [os.path.realpath(p) for p in (os.getcwd(), os.path.dirname(submission))]
-    roots: list[str] = []
-    for entry in sys.path:
-        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
-            continue
-        forms = {os.path.normpath(entry), os.path.realpath(entry)}
-        if any(w == f or w.startswith(f + os.sep) or f.startswith(w + os.sep) for w in writable for f in forms):
-            continue
-        roots += [f + os.sep for f in forms if f + os.sep not in roots]
-    return tuple(roots)
 
 
 def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str, judge_files, passed_files,

@@ -73,55 +73,6 @@ def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
     return frozenset(codes), sealed
 
 
-# The worker's own code, whose torch operators are its own business once the
-# file is imported (judge.worker.rules.Guard.watch), and the guard's own.
-JUDGE_MODULES = ("judge.worker.server", "judge.worker.buffers", "judge.worker.interpret", "judge.worker.__main__",
-                 "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
-                 "judge.protocol")
-GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune")
-
-
-def _module_files(names) -> set[str]:
-    """The source files of these modules, as their code objects name them."""
-    import importlib.util
-    files = set()
-    for name in names:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.origin:
-            files.add(spec.origin)
-    return files
-
-
-def _arm_audit(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> None:
-    """The permanent audit hook (judge.worker.audit), and the seal on the
-    guard's code and constants, the launch wrappers and the reporting path."""
-    import torch
-
-    from judge.worker import audit, gates, rules
-    audit.install(path, trusted | {rules.Guard.inside_triton.__code__}, reply_fd=reply_fd)
-    from judge.leetgpu import generation
-    audit.gate_codes(*rules.gate_codes(), gates.stand_in_codes(), os.path.dirname(torch.__file__) + os.sep,
-                     _module_files(JUDGE_MODULES), _module_files(GUARD_MODULES), {generation.run_generator.__code__})
-    pairs = list(sealed) + gates.install()
-    pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
-    pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS",
-                                         "RuleViolation", "TIMER_STREAM", "fence", "after_start",
-                                         "_start_guarded", "_run_guarded", "_device_of", "_origin", "_TENSOR", "_crossing")]
-    # What the guard reads to check its mode is in force.
-    pairs += [(sys.modules["torch.utils._python_dispatch"], name)
-              for name in ("_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at")]
-    pairs += [(torch._C, name) for name in ("_len_torch_dispatch_stack", "_get_dispatch_stack_at",
-                                            "_dispatch_tls_is_dispatch_key_excluded")]
-    # The guard's methods may not be shadowed on the instance either.
-    pairs += [(guard.__dict__, name) for name, value in vars(rules.Guard).items() if callable(value)]
-    pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),
-              (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
-              (audit, "violations"), (audit, "report")]
-    pairs += [(sys.modules[__name__], "_take_streams")]
-    audit.seal(pairs)
-    audit.close_seal()
-
-
 def _violations() -> list[str]:
     """What the audit hook recorded (after checking its seals); empty before
     it is installed."""
@@ -245,7 +196,8 @@ class Worker:
         spec = importlib.util.spec_from_file_location("submission", path)
         module = importlib.util.module_from_spec(spec)
         self.guard.bind(module.__dict__, globals())
-        _arm_audit(os.path.abspath(path), self.guard, trusted, sealed, os.dup(self.sock.fileno()))
+        from judge.worker import arming
+        arming.arm(os.path.abspath(path), self.guard, trusted, sealed, os.dup(self.sock.fileno()))
 
         source = open(path, encoding="utf-8", errors="replace").read()
         try:

@@ -1,0 +1,141 @@
+"""Reading the stack for the audit hook (judge.worker.audit): whose code is
+behind an event, a gate's call (judge.worker.gates), a new thread, or a torch
+operator. Frames are told apart by their code objects, which cannot claim
+another file's name (the hook refuses code compiled under one). The readers
+are made inside the hook's closure, over sets it alone fills, and nothing
+else refers to them."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+class Known:
+    """What the hook learns once, before the seal closes: the guard's own
+    code that may go through a gate, the guard's start of a thread, the
+    gates' stand-ins, torch's folder, the worker's own files, the guard's
+    files, and the judge's calls of code it trusts (LeetGPU's generators)."""
+
+    __slots__ = ("gate_codes", "thread_codes", "skipped_codes", "torch_dir", "judge_files", "passed_files",
+                 "trusting_codes")
+
+    def __init__(self):
+        self.gate_codes = self.thread_codes = self.skipped_codes = frozenset()
+        self.judge_files = self.passed_files = self.trusting_codes = frozenset()
+        self.torch_dir = None
+
+    def fill(self, gate_codes, thread_codes, stand_in_codes, torch_dir, judge_files, passed_files,
+             trusting_codes) -> None:
+        self.gate_codes, self.thread_codes = frozenset(gate_codes), frozenset(thread_codes)
+        self.skipped_codes, self.torch_dir = frozenset(stand_in_codes), torch_dir
+        self.judge_files, self.passed_files = frozenset(judge_files), frozenset(passed_files)
+        self.trusting_codes = frozenset(trusting_codes)
+
+
+def library_roots(submission: str) -> tuple[str, ...]:
+    """Folders of installed code: the import path as the worker started,
+    less any folder holding the worker's scratch folder or the submission
+    (where a file could have been written)."""
+    writable = [os.path.realpath(p) for p in (os.getcwd(), os.path.dirname(submission))]
+    roots: list[str] = []
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        forms = {os.path.normpath(entry), os.path.realpath(entry)}
+        if any(w == f or w.startswith(f + os.sep) or f.startswith(w + os.sep) for w in writable for f in forms):
+            continue
+        roots += [f + os.sep for f in forms if f + os.sep not in roots]
+    return tuple(roots)
+
+
+def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: Known):
+    """(blame, innermost_is_submission, gate_allows, thread_allowed, origin),
+    each taking the innermost frame to read from."""
+
+    def library_import(code) -> bool:
+        """Module-level code of an installed file: an import's own
+        initialisation (not a file the worker could have written, nor code
+        compiled under an invented name)."""
+        filename = code.co_filename
+        return code.co_name == "<module>" and filename != submission and filename.startswith(roots)
+
+    def blame(frame) -> bool:
+        """Is the submission's own code behind this event?"""
+        while frame is not None:
+            code = frame.f_code
+            if code in trusted:
+                return False
+            if code.co_filename == submission:
+                return True
+            if library_import(code):
+                return False  # another module's own initialisation (an import)
+            frame = frame.f_back
+        return False
+
+    def gate_allows(frame) -> bool:
+        """May this call through a gate (judge.worker.gates) go on? Only as
+        torch's own work for the guard (its mode entering or leaving) or for
+        an import: the first frame outside torch must be the guard's or an
+        installed module's initialisation."""
+        torch_dir = known.torch_dir
+        while frame is not None:
+            code = frame.f_code
+            if code in known.gate_codes:
+                return True
+            if code in known.skipped_codes or (torch_dir and code.co_filename.startswith(torch_dir)):
+                if code.co_name == "<module>":
+                    return True  # torch importing a module of its own
+                frame = frame.f_back
+                continue
+            return library_import(code)
+        return False
+
+    def thread_allowed(frame) -> bool:
+        """A new thread: through the guard's Thread.start in solve (the
+        thread then runs under the rules), or not the submission's doing.
+        A thread the submission starts otherwise (at import, or with
+        _thread directly) would run torch without the guard."""
+        while frame is not None:
+            code = frame.f_code
+            if code in known.thread_codes or code in trusted:
+                return True
+            if code.co_filename == submission:
+                return False
+            if library_import(code):
+                return True
+            frame = frame.f_back
+        return True
+
+    def origin(frame) -> str:
+        """Whose code asks for a torch operator: "judge" (the worker's own),
+        "triton" (the judge's wrapper around a Triton launch) or
+        "submission" (the file, code it compiled, a finalizer or a patched
+        function of its own: anything else). The innermost frame that is
+        neither an installed library's nor the guard's own decides, by its
+        code (which cannot claim another file's name); code of no known file
+        counts as the submission's, unless the judge runs it on purpose (a
+        LeetGPU challenge's own input generator: `trusting_codes`)."""
+        unknown = False
+        while frame is not None:
+            code = frame.f_code
+            filename = code.co_filename
+            if filename == submission:
+                return "submission"
+            if code in known.trusting_codes:
+                return "judge"
+            if code in trusted:
+                return "submission" if unknown else "triton"
+            if filename in known.judge_files:
+                return "submission" if unknown else "judge"
+            if not (filename in known.passed_files or filename.startswith(roots) or filename.startswith("<frozen ")):
+                unknown = True
+            frame = frame.f_back
+        return "submission"
+
+    def innermost_is_submission(frame) -> bool:
+        while frame is not None and frame.f_code in trusted:
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename == submission
+
+    return blame, innermost_is_submission, gate_allows, thread_allowed, origin
