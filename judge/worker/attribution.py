@@ -52,6 +52,11 @@ def library_roots(submission: str) -> tuple[str, ...]:
 def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: Known):
     """(blame, innermost_is_submission, gate_allows, thread_allowed, origin),
     each taking the innermost frame to read from."""
+    import weakref
+    # Library code that calls back what someone handed it, at a moment of its
+    # own (a finalizer run by the collector in the middle of the worker's
+    # code): what it calls is never the worker's doing.
+    callbacks = frozenset({weakref.finalize.__call__.__code__})
 
     def library_import(code) -> bool:
         """Module-level code of an installed file: an import's own
@@ -100,7 +105,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             code = frame.f_code
             if code in known.thread_codes or code in trusted:
                 return True
-            if code.co_filename == submission:
+            if code.co_filename == submission or code in callbacks:
                 return False
             if library_import(code):
                 return True
@@ -120,8 +125,8 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         while frame is not None:
             code = frame.f_code
             filename = code.co_filename
-            if filename == submission:
-                return "submission"
+            if filename == submission or code in callbacks:
+                return "submission"  # a finalizer calls whatever it was handed (a builtin too)
             if code in known.trusting_codes:
                 return "judge"
             if code in trusted:
