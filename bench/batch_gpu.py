@@ -37,12 +37,26 @@ def file_id(golden: goldens.Golden) -> str:
     return golden.relative().replace("/", "__").removesuffix(".py")
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
 class Busy:
     """How busy the GPUs are while a batch runs: NVML's utilization (the
-    share of time a kernel was running) of every GPU, every 0.2 s."""
+    share of time a kernel was running) of every GPU, every 0.2 s; and the
+    host's CPUs over the whole batch (/proc/stat), to tell a batch bound by
+    compiling and imports from one bound by the GPU."""
 
     def __init__(self):
         self.samples: list[int] = []
+        self.cpu_from = self.cpu_to = None
         self._stop = threading.Event()
         self.thread = None
         try:
@@ -53,6 +67,7 @@ class Busy:
             self.handles = []
 
     def __enter__(self):
+        self.cpu_from = cpu_ticks()
         if self.handles:
             self.thread = threading.Thread(target=self._run, daemon=True)
             self.thread.start()
@@ -63,16 +78,21 @@ class Busy:
             self.samples += [self.nv.nvmlDeviceGetUtilizationRates(h).gpu for h in self.handles]
 
     def __exit__(self, *exc):
+        self.cpu_to = cpu_ticks()
         self._stop.set()
         if self.thread:
             self.thread.join()
 
     def summary(self) -> dict | None:
-        if not self.samples:
-            return None
-        return {"mean_utilization_percent": round(statistics.fmean(self.samples), 1),
-                "share_of_samples_busy": round(sum(v > 0 for v in self.samples) / len(self.samples), 3),
-                "samples": len(self.samples)}
+        out = {}
+        if self.cpu_from and self.cpu_to and self.cpu_to[1] > self.cpu_from[1]:
+            out["cpu_busy_percent"] = round(100 * (self.cpu_to[0] - self.cpu_from[0])
+                                            / (self.cpu_to[1] - self.cpu_from[1]), 1)
+        if self.samples:
+            out.update({"mean_utilization_percent": round(statistics.fmean(self.samples), 1),
+                        "share_of_samples_busy": round(sum(v > 0 for v in self.samples) / len(self.samples), 3),
+                        "samples": len(self.samples)})
+        return out or None
 
 
 def one_challenge(name: str, files: list, ns, work: Path) -> dict:
@@ -114,15 +134,16 @@ def markdown(report: dict) -> str:
              f"{report['total_wall_s']:.1f} s wall (sum of the per-challenge batches); "
              f"{report['mismatches']} verdict(s) differ from expected.toml.", "",
              "| challenge | files | batch wall s | s per file | lanes | GPU utilization % (NVML mean) "
-             "| drift (start → end ms, change) |",
-             "|---|---|---|---|---|---|---|"]
+             "| CPUs busy % | drift (start → end ms, change) |",
+             "|---|---|---|---|---|---|---|---|"]
     for b in report["batches"]:
         d = b.get("drift") or {}
         drift = (f"{(d.get('start') or {}).get('latency_ms')} → {(d.get('end') or {}).get('latency_ms')} "
                  f"({d.get('change_percent')} %)") if d else "–"
         lines.append(f"| {b['challenge']} | {b['files']} | {b['batch_wall_s']:.1f} | "
                      f"{b['batch_wall_s'] / max(1, b['files']):.1f} | {', '.join(b['lanes'] or [])} | "
-                     f"{(b.get('gpu_busy') or {}).get('mean_utilization_percent', '–')} | {drift} |")
+                     f"{(b.get('gpu_busy') or {}).get('mean_utilization_percent', '–')} | "
+                     f"{(b.get('gpu_busy') or {}).get('cpu_busy_percent', '–')} | {drift} |")
     lines += ["", "| file | expected | verdict | ok | lane | wall s | grading s | latency ms | TFLOPS |",
               "|---|---|---|---|---|---|---|---|---|"]
     for b in report["batches"]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cases as case_data
-from . import clock, source_scan
+from . import clock, progress, source_scan
 from .challenge import Case, Challenge
 from .compare import Comparison, Expected, Trial, policy_for
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
@@ -61,6 +61,15 @@ class Run:
 
     def time_left(self, per_request: float) -> float:
         return max(0.1, min(per_request, self.deadline - clock.now()))
+
+    def compile_watch(self, worker) -> "progress.CompileWatch | None":
+        """On a GPU, a case is also stopped after Limits.idle_timeout_s
+        without a sign of progress (judge.progress); under the interpreter
+        nothing compiles, and its own budget rules."""
+        if self.device != "cuda" or self.limits.idle_timeout_s >= self.limits.case_timeout_s:
+            return None
+        cache = worker.triton_cache or worker.scratch / "triton-cache"
+        return progress.CompileWatch(cache, worker.proc.pid if worker.proc else None, self.limits.idle_timeout_s)
 
     def collect_output(self, out: str, err: str) -> None:
         if out:
@@ -190,7 +199,8 @@ class Run:
         try:
             size = self.reply_bytes(plan, len(seeds))
             reply, blobs = slot.worker.request(request, self.time_left(self.limits.case_timeout_s),
-                                               max_blob_bytes=size, share=self.shares(size))
+                                               max_blob_bytes=size, share=self.shares(size),
+                                               watch=self.compile_watch(slot.worker))
         except WorkerDied as exc:
             result.status, result.message = "runtime_error", str(exc)
             slot.stop()

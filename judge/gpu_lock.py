@@ -9,9 +9,12 @@ lock, two files in a folder of the judge's:
 - a grading holds it *shared* while its workers run cases, and releases it
   only once every one of those workers is dead (a killed process's GPU
   work dies with its context): no submission process of it is left;
-- it holds it *exclusively* to time (a fresh worker loads the file under
-  the lock, is timed and killed before the lock is released) and to
-  measure the judge's own baselines.
+- it holds it *exclusively* to time and to measure the judge's own
+  baselines. The worker timed is its first case worker, held paused
+  (judge.gpu_pause.hold: GPU work drained, CUDA calls blocked, stopped)
+  from the end of the cases until the lock is held, or, where it cannot
+  be paused, a fresh worker that loads the file under the lock; it is
+  killed before the lock is released.
 
 A grading waiting to time closes the gate: no grading starts its cases
 until the timing has run. It also raises a flag (a third file, held

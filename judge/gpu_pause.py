@@ -77,13 +77,29 @@ def driver() -> Driver | None:
         return _driver[0]
 
 
-def pauser():
-    """A maker of Pause for this process's children, or None where the
-    driver has no checkpoint lock (a grading then never steps aside)."""
+def pauser(spare=tuple):
+    """A maker of Pause for this process's children but those `spare()`
+    names (a worker already held: see hold), or None where the driver has
+    no checkpoint lock (a grading then never steps aside)."""
     found = driver()
     if found is None:
         return None
-    return lambda: Pause(driver=found)
+    return lambda: Pause(driver=found, spare=frozenset(spare()))
+
+
+def hold(pid: int) -> "Pause | None":
+    """Process `pid` and everything below it paused, their queued GPU work
+    drained and further CUDA calls blocked (a grading's worker kept for its
+    timing while another grading times: judge.grader); None where that
+    cannot be done (no checkpoint lock here, or a kernel of theirs does not
+    end): the caller kills them instead. A process held is left out of any
+    other pause of its grading (pauser's `spare`): the checkpoint lock of a
+    process already locked and stopped does not return."""
+    found = driver()
+    if found is None:
+        return None
+    pause = Pause(root=pid, driver=found, with_root=True)
+    return pause if pause.stop() else None
 
 
 def still(spare=()) -> "Pause":
@@ -110,13 +126,15 @@ def descendants(root: int, skip=frozenset()) -> list[int]:
 
 
 class Pause:
-    """The processes below `root`, paused by stop() and resumed by resume().
-    `driver`: the checkpoint lock, or None where no process can hold GPU
-    work (a host without a GPU: tests)."""
+    """The processes below `root` (and `root` itself, with `with_root`),
+    paused by stop() and resumed by resume(). `driver`: the checkpoint
+    lock, or None where no process can hold GPU work (a host without a GPU:
+    tests)."""
 
     def __init__(self, root: int | None = None, driver: Driver | None = None,
-                 lock_timeout_ms: int = LOCK_TIMEOUT_MS, spare=frozenset()):
+                 lock_timeout_ms: int = LOCK_TIMEOUT_MS, spare=frozenset(), with_root: bool = False):
         self.root = os.getpid() if root is None else root
+        self.with_root = with_root
         self.driver = driver
         self.spare = frozenset(spare)  # processes left running, with what is below them
         self.lock_timeout_ms = lock_timeout_ms
@@ -138,7 +156,8 @@ class Pause:
         paused and return False; otherwise stop it anyway (a process born
         during a pause has had no time to queue GPU work)."""
         while True:
-            new = [pid for pid in descendants(self.root, self.spare) if pid not in self.stopped]
+            tree = ([self.root] if self.with_root and _alive(self.root) else []) + descendants(self.root, self.spare)
+            new = [pid for pid in tree if pid not in self.stopped]
             if not new:
                 _wait_stopped(self.stopped)
                 return True

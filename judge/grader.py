@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_cache
+from . import cuda_early, cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_cache
 from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
@@ -104,8 +104,10 @@ def _case_slots(options: GradeOptions, challenge, device: str) -> int:
 
 
 def _worker_count(options: GradeOptions, challenge, device: str) -> int:
-    """The case slots, plus, on a shared GPU, the worker that times alone."""
-    return _case_slots(options, challenge, device) + (1 if options.gpu_lock and device == "cuda" else 0)
+    """The case slots, plus, on a shared GPU where a worker cannot be held
+    paused (no checkpoint lock in the driver), the worker that times alone."""
+    fresh_timer = options.gpu_lock and device == "cuda" and gpu_pause.pauser() is None
+    return _case_slots(options, challenge, device) + (1 if fresh_timer else 0)
 
 
 def shared_cache(device: str) -> Path:
@@ -140,6 +142,8 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     started = time.monotonic()
     # Start the workers before importing torch here: both take seconds.
     guess = options.device or guess_device()
+    if guess == "cuda":
+        cuda_early.start()  # this process's GPU context, made while it imports torch
     early = list(prestarted) if prestarted else prestart(path, options)
     cache = early[0].triton_cache or shared_cache(guess)
     if not prestarted and not options.gpu_lock:
@@ -183,7 +187,10 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     for slot, worker in zip(slots, early):
         slot.worker, slot.loaded = worker, False
     lock = gpu_lock.from_spec(options.gpu_lock) if device == "cuda" else None
-    alone = Slot(run)  # on a shared GPU: the worker that times, started now, loaded under the lock
+    # On a shared GPU: the worker that times. The first case worker, held
+    # paused from the end of the cases until the GPU is this grading's alone
+    # (_hold); else a fresh one, loaded under the lock.
+    alone = Slot(run)
     if lock is not None and len(early) > len(slots):
         alone.worker, alone.loaded = early[len(slots)], False
     else:
@@ -195,12 +202,16 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         # Stepping aside for another grading's timing (judge.gpu_lock) waits
         # for the judge's own GPU work (the checks, the copies by CUDA IPC,
         # killing a worker) and holds it back until the timing is over.
-        step_aside = dict(pauser=gpu_pause.pauser(), still=gpu_pause.still,
+        step_aside = dict(pauser=gpu_pause.pauser(spare=lambda: _held_pids(alone)), still=gpu_pause.still,
                           quiet=(run.checking, cuda_ipc.FETCH_LOCK, isolation.KILLS)) if lock else {}
         with lock.shared(run.phases, **step_aside) if lock else contextlib.nullcontext():
             results, load_message = run_cases(run, ordered, slots)
             if lock:
-                stop_all(slots)  # none of its workers may outlive the lock
+                # None of its workers may run outside the lock: killed, or
+                # the one kept to time held paused (judge.gpu_pause.hold).
+                if options.time and _verdict(results) is Verdict.ACCEPTED and _hold(run, slots[0], alone):
+                    slots[0].worker, slots[0].loaded = None, False
+                stop_all(slots)
             else:
                 # The timing runs alone, in the first slot: the others are
                 # killed now, and gone before its timed calls start.
@@ -218,6 +229,9 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
                 # stopped too, all but the worker timed and the timer's stand-in.
                 with lock.exclusive(run.phases, still=gpu_pause.still, spare=lambda: _timing_pids(alone, run)):
                     try:
+                        if alone.held is not None:
+                            alone.held.resume()
+                            alone.held = None
                         timing, performance = _time(run, alone, results)
                     finally:
                         alone.stop()  # before the lock is released
@@ -279,6 +293,38 @@ def _time(run: Run, slot: Slot, results: list[CaseResult],
     performance = timed.performance(run, challenge.performance, timing)
     run.phases["baselines"] = round(time.monotonic() - clock, 3)
     return timing, performance
+
+
+def _hold(run: Run, slot: Slot, alone: Slot) -> bool:
+    """Keep `slot`'s worker (loaded, its kernels compiled) for the timing:
+    paused (queued GPU work drained, CUDA calls blocked, stopped) until the
+    grading holds the GPU alone, and moved into `alone` in place of the
+    fresh worker it would otherwise start (one less process per grading).
+    The judge's own GPU work is let finish first, and a step aside for
+    another timing cannot run meanwhile (the same locks). False where it
+    cannot be paused: it is killed with the others."""
+    if slot.worker is None or not slot.loaded or slot.worker.proc is None or slot.worker.proc.poll() is not None:
+        return False
+    clock = time.monotonic()
+    fresh = alone.worker  # a fresh timer started early (no checkpoint lock was found then): not needed now
+    with run.checking, cuda_ipc.FETCH_LOCK:
+        held = gpu_pause.hold(slot.worker.proc.pid)
+        if held is None:
+            return False
+        # Marked held before a step aside can look (it takes the same locks).
+        alone.worker, alone.loaded, alone.held = slot.worker, True, held
+    run.phases["timing_hold"] = round(time.monotonic() - clock, 3)  # seconds to pause it: it was kept
+    if fresh is not None:
+        fresh.close()
+    return True
+
+
+def _held_pids(alone: Slot) -> tuple[int, ...]:
+    """The worker held paused for the timing (already as stepped aside as
+    it can be): a step aside leaves it alone."""
+    if alone.held is None or alone.worker is None or alone.worker.proc is None:
+        return ()
+    return (alone.worker.proc.pid,)
 
 
 def _timing_pids(alone: Slot, run) -> list[int]:

@@ -50,6 +50,8 @@ class Limits(BaseModel):
 
     load_timeout_s: float = Field(120.0, gt=0, description="importing the submission (and torch)")
     case_timeout_s: float = Field(60.0, gt=0, description="one case, all its trials")
+    idle_timeout_s: float = Field(20.0, gt=0, description="on a GPU, one case without a sign of progress (no "
+                                  "answer, no kernel compiling: judge.progress)")
     interpreter_budget_s: float = Field(20.0, gt=0, description="one case under Triton's interpreter: a case "
                                         "whose launches would need longer is not run on CPU (no verdict)")
     total_timeout_s: float = Field(900.0, gt=0, description="the whole submission")
@@ -302,13 +304,15 @@ class WorkerProcess:
             self._ahead = (header, clock.now())
 
     def request(self, header: dict, timeout_s: float, max_blob_bytes: int,
-                share: bool = False) -> tuple[dict, list]:
+                share: bool = False, watch=None) -> tuple[dict, list]:
         """Send one request (unless send_ahead sent this very header: its
         time limit then runs from then) and wait for its answer. Raises WorkerDied,
         WorkerTimeout (after killing the worker) or ProtocolError (likewise).
         `share`: a CUDA worker may hand its buffers over by CUDA IPC
         (judge.cuda_ipc); they come back as uint8 CUDA tensors, the judge's
-        own copies, instead of bytearrays."""
+        own copies, instead of bytearrays. `watch`: a judge.progress.CompileWatch;
+        the answer is then also awaited no longer than its deadline (no
+        sign of progress for a while)."""
         assert self.sock is not None and self.proc is not None
         deadline = clock.now() + timeout_s  # a pause of this grading's workers does not count (judge.clock)
         share = share and self.device == "cuda" and self.can_share
@@ -319,7 +323,9 @@ class WorkerProcess:
                 deadline = ahead[1] + timeout_s
             else:
                 protocol.send(self.sock, dict(header, share=True) if share else header)
-            reply, blobs = protocol.recv(self.sock, deadline, max_blob_bytes, now=clock.now)
+            hard = deadline
+            waited = (lambda: min(hard, watch.deadline())) if watch is not None else deadline
+            reply, blobs = protocol.recv(self.sock, waited, max_blob_bytes, now=clock.now)
             if "shared" not in reply:
                 return reply, blobs
             if not share or blobs:
@@ -343,6 +349,8 @@ class WorkerProcess:
             raise WorkerDied(describe_exit(code, wrapped=self.sandbox.tool is not None), code) from None
         except WorkerTimeout:
             self.kill()
+            if watch is not None and clock.now() < deadline:
+                raise WorkerTimeout(watch.describe()) from None
             raise WorkerTimeout(f"no answer within {timeout_s:.0f} s; the worker was killed") from None
         except ProtocolError:
             self.kill()

@@ -38,16 +38,22 @@ def send(sock: socket.socket, header: dict, blobs: list[bytes | memoryview] = ()
         sock.sendall(blob)
 
 
-def _recv_exact(sock: socket.socket, size: int, deadline: float | None, now=time.monotonic) -> bytearray:
+POLL_S = 0.5  # how often a deadline that moves (a callable) is read again while waiting
+
+
+def _recv_exact(sock: socket.socket, size: int, deadline, now=time.monotonic) -> bytearray:
+    """`deadline`: a time on `now`'s clock, None, or a callable giving the
+    deadline as it stands (read again every POLL_S while waiting)."""
     buf = bytearray(size)
     view = memoryview(buf)
     got = 0
+    moving = callable(deadline)
     while got < size:
         if deadline is not None:
-            left = deadline - now()
+            left = (deadline() if moving else deadline) - now()
             if left <= 0:
                 raise WorkerTimeout("no answer before the deadline")
-            ready, _, _ = select.select([sock], [], [], left)
+            ready, _, _ = select.select([sock], [], [], min(left, POLL_S) if moving else left)
             if not ready:
                 continue  # read the clock again: it may have stood still meanwhile (judge.clock)
         n = sock.recv_into(view[got:], size - got)
@@ -57,10 +63,11 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float | None, now=time
     return buf
 
 
-def recv(sock: socket.socket, deadline: float | None = None,
+def recv(sock: socket.socket, deadline=None,
          max_blob_bytes: int = 1 << 34, now=time.monotonic) -> tuple[dict, list[bytearray]]:
     """Read one message; raise EOFError when the peer is gone, WorkerTimeout
-    once `now()` passes the deadline, ProtocolError on garbage."""
+    once `now()` passes the deadline (a time, or a callable giving it),
+    ProtocolError on garbage."""
     (length,) = struct.unpack(">I", _recv_exact(sock, 4, deadline, now))
     if length > MAX_HEADER:
         raise ProtocolError(f"header of {length} bytes exceeds the {MAX_HEADER}-byte limit")

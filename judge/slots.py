@@ -42,6 +42,7 @@ class Slot:
         self.run = run
         self.worker: WorkerProcess | None = None
         self.loaded = False  # False with a worker: started (maybe early), file not loaded yet
+        self.held = None  # a judge.gpu_pause.Pause keeping its worker still (judge.grader._hold)
 
     def ensure(self) -> tuple[str, str] | None:
         """A loaded worker: None when ready, else (status, message)."""

@@ -109,6 +109,53 @@ def test_a_refused_lock_undoes_the_whole_pause(family):
     assert wait_for_state(child, False)
 
 
+def test_a_worker_held_for_its_timing_is_paused_with_its_children(family):
+    """judge.grader keeps a grading's first case worker for the timing:
+    the worker itself is paused with everything below it, and let go
+    only when resumed."""
+    parent, child = family
+    driver = FakeDriver()
+    pause = Pause(root=parent.pid, driver=driver, with_root=True)
+    assert pause.stop()
+    assert state(parent.pid) == "T" and state(child) == "T"
+    assert sorted(driver.locked) == sorted([parent.pid, child])
+    pause.resume()
+    assert wait_for_state(parent.pid, False) and wait_for_state(child, False)
+
+
+def test_a_worker_that_cannot_be_held_is_left_to_be_killed(family, monkeypatch):
+    """hold() answers None, with nothing left paused, when the lock is
+    refused (a kernel that never ends) or the driver has none."""
+    from judge import gpu_pause
+    parent, child = family
+    monkeypatch.setattr(gpu_pause, "driver", lambda: FakeDriver(refuse={parent.pid}))
+    assert gpu_pause.hold(parent.pid) is None
+    assert wait_for_state(parent.pid, False) and wait_for_state(child, False)
+    monkeypatch.setattr(gpu_pause, "driver", lambda: None)
+    assert gpu_pause.hold(parent.pid) is None
+    monkeypatch.setattr(gpu_pause, "driver", FakeDriver)
+    held = gpu_pause.hold(parent.pid)
+    assert held is not None and state(parent.pid) == "T"
+    held.resume()
+    assert wait_for_state(parent.pid, False)
+
+
+def test_a_step_aside_leaves_a_held_worker_alone(family, monkeypatch):
+    """A grading's step aside pauses its children but the worker already
+    held for the timing: the checkpoint lock of a process locked and
+    stopped does not return (a batch hung on it)."""
+    from judge import gpu_pause
+    parent, child = family
+    driver = FakeDriver()
+    monkeypatch.setattr(gpu_pause, "driver", lambda: driver)
+    pause = gpu_pause.pauser(spare=lambda: (parent.pid,))()
+    assert pause.stop()
+    assert parent.pid not in pause.stopped and child not in pause.stopped
+    assert parent.pid not in driver.locked and child not in driver.locked
+    assert state(parent.pid) != "T" and state(child) != "T"
+    pause.resume()
+
+
 def test_the_clock_stands_still_while_paused():
     before = clock.now()
     paused_before = clock.paused_seconds()
