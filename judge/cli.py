@@ -134,11 +134,14 @@ def init(name, path):
                    "with fewer cores); under the interpreter one per core, 1 to 4. Large cases and timing "
                    "always run alone.")
 @click.option("--case-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds per case (default 60).")
+              help="Seconds per case, compiling included (default 60).")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="On a GPU, seconds a case may go without a sign of progress (no answer, no kernel "
+                   "compiling) before it ends in time_limit_exceeded (default 20).")
 @click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for the whole submission (default 900).")
 def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_answer, no_timing,
-           scoring_file, refresh_baselines, workers, case_timeout, total_timeout):
+           scoring_file, refresh_baselines, workers, case_timeout, idle_timeout, total_timeout):
     """Grade the submission file PATH.
 
     Exit status: 0 accepted, 1 any other verdict, 2 usage error."""
@@ -156,6 +159,8 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     limits = {}
     if case_timeout is not None:
         limits["case_timeout_s"] = case_timeout
+    if idle_timeout is not None:
+        limits["idle_timeout_s"] = idle_timeout
     if total_timeout is not None:
         limits["total_timeout_s"] = total_timeout
     try:
