@@ -22,6 +22,7 @@ job. Trusted side (the judge's own process):
     gpu_pause     pausing a grading's processes (the driver's checkpoint lock, SIGSTOP)
     procfs        processes as /proc shows them (states, parents, sessions)
     clock         the clock deadlines run on: time paused for another's timing does not count
+    progress      whether a GPU worker that has not answered is still compiling (a hang ends sooner)
     check, precheck   `judge check`: LeetGPU's rules from the source, its answer first
     source_scan   what the source says about a verdict (the GPU's broadcast-sum rewrite)
     goldens       example files and the verdicts they must get
@@ -31,6 +32,7 @@ job. Trusted side (the judge's own process):
     scoring, baselines, gpuinfo, report, cli
 
 Both sides: protocol (framed messages), cases (seeds and input generation),
+cuda_early (the GPU context made on a thread while torch imports),
 timing (the measurement loop), check_sums (a timed call's output sums in one
 Triton pass, run by the worker, checked by the judge). Untrusted side, running in the worker with
 the submission: worker/ (request loop, operator guard, audit hook,

@@ -22,7 +22,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import clock, procfs
+from . import clock
+from .gpu_pause import descendants
 
 POLL_S = 0.5  # how often the signs are read while a request waits
 
@@ -65,19 +66,7 @@ class CompileWatch:
         """A ptxas process anywhere below the worker."""
         if self.pid is None:
             return False
-        children: dict[int, list[int]] = {}
-        for pid in procfs.pids():
-            fields = procfs.stat_fields(pid)
-            if fields is None or len(fields) < 2:
-                continue
-            children.setdefault(int(fields[1]), []).append(pid)
-        todo = [self.pid]
-        while todo:
-            for child in children.get(todo.pop(), []):
-                if _command(child).startswith("ptxas"):
-                    return True
-                todo.append(child)
-        return False
+        return any(_command(pid).startswith("ptxas") for pid in descendants(self.pid))
 
 
 def _command(pid: int) -> str:

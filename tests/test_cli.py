@@ -199,7 +199,7 @@ def test_options_reach_the_grader(isolated, monkeypatch):
     monkeypatch.setattr(judge.grader, "grade", fake_grade)
     result = _run("submit", CORRECT, "--json", "--seed", "-5", "--device", "cpu", "--policy", "leetgpu",
                   "--stop-on-wrong-answer", "--no-timing", "--case-timeout", "12.5", "--total-timeout", "100",
-                  "--workers", "3")
+                  "--idle-timeout", "7", "--workers", "3")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["seed"] == -5  # echoed
     opts = seen["options"]
@@ -207,6 +207,7 @@ def test_options_reach_the_grader(isolated, monkeypatch):
     assert (opts.challenge, opts.seed, opts.device, opts.policy) == ("matrix_multiplication", -5, "cpu", "leetgpu")
     assert opts.stop_on_wrong_answer and not opts.time
     assert (opts.limits.case_timeout_s, opts.limits.total_timeout_s) == (12.5, 100)
+    assert opts.limits.idle_timeout_s == 7
     assert opts.workers == 3
 
     result = _run("submit", CORRECT, "--json")
@@ -214,7 +215,7 @@ def test_options_reach_the_grader(isolated, monkeypatch):
     opts = seen["options"]
     assert (opts.seed, opts.device, opts.policy, opts.stop_on_wrong_answer, opts.time) == (None, None, None,
                                                                                           False, True)
-    assert (opts.limits.case_timeout_s, opts.limits.total_timeout_s) == (60, 900)
+    assert (opts.limits.case_timeout_s, opts.limits.total_timeout_s, opts.limits.idle_timeout_s) == (60, 900, 20)
     assert opts.workers is None
 
 
@@ -241,6 +242,7 @@ USAGE_ERRORS = {
     "bad_seed": (["submit", str(SYNTAX_ERROR), "--seed", "abc"], ["--seed"]),
     "negative_case_timeout": (["submit", str(SYNTAX_ERROR), "--case-timeout", "-1"], ["--case-timeout"]),
     "zero_total_timeout": (["submit", str(SYNTAX_ERROR), "--total-timeout", "0"], ["--total-timeout"]),
+    "zero_idle_timeout": (["submit", str(SYNTAX_ERROR), "--idle-timeout", "0"], ["--idle-timeout"]),
     "no_path": (["submit"], ["PATH"]),
     "show_unknown": (["show", "nope"], ["unknown challenge", "nope"]),
     "init_unknown": (["init", "nope", "x.py"], ["unknown challenge", "nope"]),

@@ -139,14 +139,19 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         busy.add(me)
         try:
             caller = getframe(3)  # the gate's stand-in (through_gate, _hook, hook)
-            allowed = (kind == "overload" or (kind == "submission" and not blame(caller))
+            theirs = kind == "address" and blame(caller)
+            allowed = (kind in ("overload", "address") or (kind in ("submission", "host") and not blame(caller))
                        or (kind == "thread" and thread_allowed(caller)) or (kind == "call" and gate_allows(caller)))
         finally:
             busy.discard(me)
         if not allowed:
             refuse("no threads but threading.Thread's in solve (which run under the rules)" if kind == "thread"
+                   else f"no host round trip of the data ({name})" if kind == "host"
                    else f"no way around the operator guard ({name})")
         result = original(*call_args, **call_kwargs)
+        if theirs and isinstance(result, int):
+            from judge.worker.gates import ADDRESS_TAG
+            result ^= ADDRESS_TAG  # judge.worker.gates: an address the host cannot follow
         if kind == "overload":
             from judge.worker.gates import gate_overload_result
             result = gate_overload_result(result)

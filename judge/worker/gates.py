@@ -25,6 +25,7 @@ original), and sealed: replacing a stand-in is itself a violation.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 # (module, attribute) or (module, class, attribute): each gated where present.
@@ -54,6 +55,22 @@ GATED = (
 # thread gets a mode of its own (one started at import, or with _thread,
 # would run torch with no guard); libraries' and Triton's own threads go on.
 THREADS = (("_thread", "start_new_thread"), ("_thread", "start_joinable_thread"))
+# A tensor's memory on the host, from torch's C class itself (torch.Tensor's
+# own methods are watched by the guard in solve, but a CPU tensor's numpy
+# view, list or storage is a C method of TensorBase too, reached past them:
+# the host copy a GPU run cannot make). Refused when the submission's code
+# asks, outside Triton's launches (whose interpreter reads tensors so).
+HOST = (("torch._C", "TensorBase", "numpy"), ("torch._C", "TensorBase", "tolist"),
+        ("torch._C", "TensorBase", "untyped_storage"))
+# Under the interpreter (CPU), a tensor's address is one of host memory: an
+# array built over it by hand (numpy's __array_interface__) reads and writes
+# the data with no method above. A GPU hands out device addresses the host
+# cannot follow, so there the submission's own code gets the address with a
+# bit set that no mapped host address has (order, differences and alignment
+# kept): following it faults, on the CPU as on a GPU. Triton's interpreter,
+# below its launch, gets the address itself.
+ADDRESSES = (("torch._C", "TensorBase", "data_ptr"), ("torch._C", "TensorBase", "const_data_ptr"))
+ADDRESS_TAG = 1 << 62
 # Refused only when the submission's own code asks (at import, or directly
 # in solve): Triton's autotuner may capture a CUDA graph to time configs.
 SUBMISSION_ONLY = {("torch._C", "_CUDAGraph", "capture_begin")}
@@ -71,15 +88,20 @@ def install() -> list[tuple[object, str]]:
         raise RuntimeError("the gates are installed once per process")
     replaced: list[tuple[object, str]] = []
     stand_ins: dict[int, object] = {}  # id of an original -> its stand-in
-    for target in GATED + THREADS + (OVERLOADS,):
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # set by the judge for a CPU worker
+    for target in GATED + THREADS + HOST + (ADDRESSES if interpreted else ()) + (OVERLOADS,):
         owner = _owner(target[:-1])
         original = getattr(owner, target[-1], None) if owner is not None else None
         if original is None or id(original) in stand_ins:
             continue
         kind = ("overload" if target == OVERLOADS else "submission" if target in SUBMISSION_ONLY
-                else "thread" if target in THREADS else "call")
+                else "thread" if target in THREADS else "host" if target in HOST
+                else "address" if target in ADDRESSES else "call")
         stand_in = _stand_in(_keep(original, kind), ".".join(target))
-        setattr(owner, target[-1], stand_in)
+        if target in HOST or target in ADDRESSES:
+            _set_on_c_type(owner, target[-1], stand_in)
+        else:
+            setattr(owner, target[-1], stand_in)
         replaced.append((owner, target[-1]))
         stand_ins[id(original)] = stand_in
     replaced += _replace_references(stand_ins)
@@ -115,6 +137,20 @@ def _owner(path: tuple):
             owner = getattr(owner, name, None)
         return owner
     return None
+
+
+def _set_on_c_type(cls: type, name: str, value) -> None:
+    """Replace `name` in a C class's own dictionary (setattr refuses): the
+    dictionary as the collector sees it behind the class's read-only view,
+    then the attribute caches of the class and its subclasses reset, as
+    CPython does after any change to a class."""
+    import ctypes
+    import gc
+    namespace = next(r for r in gc.get_referents(cls.__dict__) if isinstance(r, dict))
+    namespace[name] = value
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+    if getattr(cls, name) is not value:
+        raise RuntimeError(f"{cls.__name__}.{name} could not be gated")
 
 
 def _keep(original, kind: str) -> int:
