@@ -94,6 +94,11 @@ FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code
 # hidden behind a stand-in.
 HIDDEN_MODULES = ("ctypes", "_ctypes", "_cffi_backend", "cffi", "_posixsubprocess")
 
+# Triton's interpreter reads a launch's tensors through their storage, in these
+# functions of this file (judge.worker.gates.HOST).
+INTERPRETER_FILE = os.path.join("triton", "runtime", "interpreter.py")
+INTERPRETER_COPIES = frozenset({"_to_cpu", "_from_cpu", "_init_args_hst", "_restore_args_dev"})
+
 _installed = False
 
 
@@ -133,6 +138,20 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     blame, innermost_is_submission, gate_allows, thread_allowed, origin = attribution.readers(
         submission, trusted, attribution.library_roots(submission), known)
 
+    def host_allowed(frame) -> bool:
+        """A tensor's host memory (judge.worker.gates.HOST): for the worker's
+        own code, and for Triton's interpreter copying a launch's arguments;
+        not for a builtin the file handed to Triton as a hook, which runs
+        below the launch with no frame of the file's."""
+        who = origin(frame)
+        if who == "judge":
+            return True
+        asker = frame.f_back  # past the stand-in, and the guard's wrapper of the same method in solve
+        while asker is not None and asker.f_code.co_filename in known.passed_files:
+            asker = asker.f_back
+        return (who == "triton" and asker is not None and asker.f_code.co_name in INTERPRETER_COPIES
+                and asker.f_code.co_filename.endswith(INTERPRETER_FILE))
+
     def through_gate(number: int, name: str, call_args, call_kwargs, box: list) -> None:
         original, kind = kept[number]
         me = get_ident()
@@ -140,7 +159,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         try:
             caller = getframe(3)  # the gate's stand-in (through_gate, _hook, hook)
             theirs = kind == "address" and blame(caller)
-            allowed = (kind in ("overload", "address") or (kind in ("submission", "host") and not blame(caller))
+            allowed = (kind in ("overload", "address") or (kind == "submission" and not blame(caller))
+                       or (kind == "host" and host_allowed(caller))
                        or (kind == "thread" and thread_allowed(caller)) or (kind == "call" and gate_allows(caller)))
         finally:
             busy.discard(me)
