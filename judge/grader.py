@@ -106,7 +106,7 @@ def _case_slots(options: GradeOptions, challenge, device: str) -> int:
 def _worker_count(options: GradeOptions, challenge, device: str) -> int:
     """The case slots, plus, on a shared GPU where a worker cannot be held
     paused (no checkpoint lock in the driver), the worker that times alone."""
-    fresh_timer = options.gpu_lock and device == "cuda" and gpu_pause.pauser() is None
+    fresh_timer = options.gpu_lock and device == "cuda" and gpu_pause.driver() is None
     return _case_slots(options, challenge, device) + (1 if fresh_timer else 0)
 
 

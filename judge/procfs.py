@@ -25,3 +25,12 @@ def stat_fields(pid: int) -> list[str] | None:
     except OSError:
         return None
     return stat[stat.rfind(")") + 2:].split()
+
+
+def command(pid: int) -> str:
+    """The process's command name (/proc/PID/comm), or "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""

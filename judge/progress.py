@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import clock
+from . import clock, procfs
 from .gpu_pause import descendants
 
 POLL_S = 0.5  # how often the signs are read while a request waits
@@ -66,12 +66,5 @@ class CompileWatch:
         """A ptxas process anywhere below the worker."""
         if self.pid is None:
             return False
-        return any(_command(pid).startswith("ptxas") for pid in descendants(self.pid))
+        return any(procfs.command(pid).startswith("ptxas") for pid in descendants(self.pid))
 
-
-def _command(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as fh:
-            return fh.read().strip()
-    except OSError:
-        return ""

@@ -58,8 +58,8 @@ THREADS = (("_thread", "start_new_thread"), ("_thread", "start_joinable_thread")
 # A tensor's memory on the host, from torch's C class itself (torch.Tensor's
 # own methods are watched by the guard in solve, but a CPU tensor's numpy
 # view, list or storage is a C method of TensorBase too, reached past them:
-# the host copy a GPU run cannot make). Refused when the submission's code
-# asks, outside Triton's launches (whose interpreter reads tensors so).
+# the host copy a GPU run cannot make). Allowed only to the worker's own code
+# and to Triton's interpreter copying a launch's arguments (judge.worker.audit).
 HOST = (("torch._C", "TensorBase", "numpy"), ("torch._C", "TensorBase", "tolist"),
         ("torch._C", "TensorBase", "untyped_storage"))
 # Under the interpreter (CPU), a tensor's address is one of host memory: an
@@ -98,10 +98,10 @@ def install() -> list[tuple[object, str]]:
                 else "thread" if target in THREADS else "host" if target in HOST
                 else "address" if target in ADDRESSES else "call")
         stand_in = _stand_in(_keep(original, kind), ".".join(target))
-        if target in HOST or target in ADDRESSES:
-            _set_on_c_type(owner, target[-1], stand_in)
-        else:
+        try:
             setattr(owner, target[-1], stand_in)
+        except TypeError:  # a C class (TensorBase) refuses setattr
+            _set_on_c_type(owner, target[-1], stand_in)
         replaced.append((owner, target[-1]))
         stand_ins[id(original)] = stand_in
     replaced += _replace_references(stand_ins)
