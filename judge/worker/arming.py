@@ -16,7 +16,7 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.buffers", "judge.worker.in
                  "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
-                 "judge.worker.arming")
+                 "judge.worker.arming", "judge.worker.printing")
 
 
 def _module_files(names) -> set[str]:
@@ -35,7 +35,8 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     guard's code and constants, the launch wrappers and the reporting path."""
     import torch
 
-    from judge.worker import audit, gates, rules
+    from judge.worker import audit, gates, printing, rules
+    printing.install()  # a printed tensor shows its shape, not its values
     audit.install(path, trusted | {rules.Guard.inside_triton.__code__}, reply_fd=reply_fd)
     from judge.leetgpu import generation
     audit.gate_codes(*rules.gate_codes(), gates.stand_in_codes(), os.path.dirname(torch.__file__) + os.sep,
