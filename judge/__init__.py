@@ -32,6 +32,7 @@ job. Trusted side (the judge's own process):
     scoring, baselines, gpuinfo, report, cli
 
 Both sides: protocol (framed messages), cases (seeds and input generation),
+cuda_early (the GPU context made on a thread while torch imports),
 timing (the measurement loop), check_sums (a timed call's output sums in one
 Triton pass, run by the worker, checked by the judge). Untrusted side, running in the worker with
 the submission: worker/ (request loop, operator guard, audit hook,

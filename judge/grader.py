@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_cache
+from . import cuda_early, cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_cache
 from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
@@ -142,6 +142,8 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     started = time.monotonic()
     # Start the workers before importing torch here: both take seconds.
     guess = options.device or guess_device()
+    if guess == "cuda":
+        cuda_early.start()  # this process's GPU context, made while it imports torch
     early = list(prestarted) if prestarted else prestart(path, options)
     cache = early[0].triton_cache or shared_cache(guess)
     if not prestarted and not options.gpu_lock:

@@ -119,3 +119,16 @@ def test_the_first_torch_op_under_the_guard_imports_no_compiler():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_only_the_timed_sizes_keep_tritons_full_autotuner_benchmark():
+    """The autotuner's full benchmark picks the config that is timed; on
+    every other case (the large correctness cases too) it is cut short."""
+    from judge.casework import Run
+    ch = challenges.load("matrix_multiplication")
+    run = SimpleNamespace(challenge=ch)
+    full = [case.name for case in ch.all_cases() if Run.timed_sizes(run, case)]
+    assert ch.performance.name in full
+    assert all(dict(c.dims) == dict(ch.performance.dims) for c in ch.all_cases() if c.name in full)
+    assert len(full) < len(ch.all_cases()) // 4
+    assert any(dict(c.dims) == {"M": 1000, "N": 1000, "K": 1000} for c in ch.functional)  # a large one, cut short

@@ -62,9 +62,14 @@ def main(argv: list[str] | None = None) -> None:
     # request, overlaps the seconds it takes with the judge's own start.
     import time
     began = time.monotonic()
+    if ns.device == "cuda":
+        from judge import cuda_early
+        cuda_early.start()  # the GPU's context, made while torch imports
     import torch  # noqa: F401  pyflakes: ignore
     import triton  # noqa: F401  pyflakes: ignore
     imported = time.monotonic()
+    if ns.device == "cuda":
+        cuda_early.wait()  # made before anything else runs: no thread of the judge's outlives the start
     from judge.worker import tritonkey, warmup
     tritonkey.install()  # the judge's hash of Triton's files: not computed again here
     warmup.warm(ns.device)  # before any request: nothing of a submission has run

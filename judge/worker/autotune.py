@@ -6,9 +6,11 @@ small case for a file with four configs, 13 s over matrix multiplication's
 cases. On a small correctness case the choice does not matter to the
 verdict (the case checks the output of whichever config is chosen, and
 every config runs while the autotuner times it), so there the autotuner
-gets a few milliseconds per config. The large cases and the timed
-performance case, which share the performance key, keep Triton's own
-benchmark, so the config that is timed is chosen as Triton would.
+gets a few milliseconds per config. The cases of the timed case's sizes
+(the performance case, run as a case before it is timed) keep Triton's own
+benchmark, so the config that is timed is chosen as Triton would; the
+other large cases (1000³, 2049×1023×4097) are correctness cases like the
+small ones.
 
 On a new key the autotuner also compiles each config before timing it,
 one after another: four configs of a plain matrix product cost ~3 s per
