@@ -16,7 +16,7 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.buffers", "judge.worker.in
                  "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
-                 "judge.worker.arming", "judge.worker.printing")
+                 "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda")
 
 
 def _module_files(names) -> set[str]:

@@ -1,0 +1,135 @@
+"""On the CPU (Triton's interpreter), the CUDA an honest solve names.
+
+A file written for LeetGPU's GPUs names the GPU: a scratch buffer made with
+device="cuda", a tensor moved with .cuda() or .to("cuda"), an assert on
+a.is_cuda, torch.cuda.synchronize(), a stream or an event. With a CPU build
+of torch each of these raises, and such a file got `runtime_error` on the
+CPU where the GPU accepts it. In the CPU worker only, before the submission
+is imported:
+
+* the device "cuda" (any index) given to a torch function or a tensor
+  method means the CPU: a torch function mode, in force for the worker's
+  life (Triton's own CPU copies name "cpu" and are left alone);
+* a tensor's is_cuda reads True, as the same tensor's does on a GPU (its
+  `device` stays what it is, so code that copies by device stays right);
+* torch.cuda's synchronisation, streams, events and device selection
+  answer as a GPU that runs everything in order, at once, would.
+  torch.cuda.is_available() still says False: a file that chooses its
+  device by it chooses the CPU.
+
+Nothing here computes or decides a verdict: every operator still reaches
+the dispatcher, and the rules' guard, as it did. It runs in the untrusted
+process; a file that undoes it only gets torch's errors back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+
+def _names_cuda(device) -> bool:
+    import torch
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    return isinstance(device, str) and device.split(":")[0].strip() == "cuda"
+
+
+def _mode_class():
+    import torch
+    from torch.overrides import TorchFunctionMode
+    is_cuda = torch._C.TensorBase.__dict__["is_cuda"]
+    moves = {torch.Tensor.to, torch.Tensor.cuda}
+
+    class CudaMeansCpu(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if getattr(func, "__self__", None) is is_cuda:
+                return True
+            if _names_cuda(kwargs.get("device")):
+                kwargs["device"] = "cpu"
+            if func in moves:
+                if func is torch.Tensor.cuda:  # .cuda(device=None, non_blocking=False, memory_format=...)
+                    return args[0].to(memory_format=kwargs["memory_format"]) if "memory_format" in kwargs \
+                        else args[0]
+                args = tuple("cpu" if _names_cuda(a) else a for a in args)
+            return func(*args, **kwargs)
+
+    return CudaMeansCpu
+
+
+class Stream:
+    """A CUDA stream on a GPU that has finished everything it was given."""
+
+    cuda_stream = 0
+    device = None
+    priority = 0
+
+    def __init__(self, device=None, priority: int = 0, **kwargs):
+        self.priority = priority
+
+    def synchronize(self) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def wait_stream(self, stream) -> None:
+        pass
+
+    def wait_event(self, event) -> None:
+        pass
+
+    def record_event(self, event=None):
+        event = event if event is not None else Event()
+        event.record(self)
+        return event
+
+
+class Event:
+    """A CUDA event, recorded at the host's time (there is no other clock)."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self._at: float | None = None
+
+    def record(self, stream=None) -> None:
+        self._at = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait(self, stream=None) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: "Event") -> float:
+        if self._at is None or end._at is None:
+            raise RuntimeError("both events must be recorded before elapsed_time")
+        return (end._at - self._at) * 1000.0
+
+
+_DEFAULT = Stream()
+
+
+def install() -> None:
+    """The mode entered, and torch.cuda's calls answered (CPU worker only)."""
+    import torch
+    cuda = torch.cuda
+    answers = {
+        "synchronize": lambda device=None: None,
+        "current_stream": lambda device=None: _DEFAULT,
+        "default_stream": lambda device=None: _DEFAULT,
+        "Stream": Stream,
+        "Event": Event,
+        "stream": lambda stream=None: contextlib.nullcontext(stream),
+        "device": lambda device=None: contextlib.nullcontext(),
+        "device_of": lambda tensor=None: contextlib.nullcontext(),
+        "set_device": lambda device=None: None,
+        "set_stream": lambda stream=None: None,
+        "current_device": lambda: 0,
+    }
+    for name, answer in answers.items():
+        setattr(cuda, name, answer)
+    _mode_class()().__enter__()
