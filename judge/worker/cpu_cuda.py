@@ -13,7 +13,9 @@ is imported:
 * a tensor's is_cuda reads True, as the same tensor's does on a GPU (its
   `device` stays what it is, so code that copies by device stays right);
 * torch.cuda's synchronisation, streams, events and device selection
-  answer as a GPU that runs everything in order, at once, would.
+  answer as a GPU that runs everything in order, at once, would; its
+  device queries describe an H100 (LeetGPU's default GPU), since a
+  persistent kernel sizes its grid by the SM count.
   torch.cuda.is_available() still says False: a file that chooses its
   device by it chooses the CPU.
 
@@ -112,6 +114,18 @@ class Event:
 
 _DEFAULT = Stream()
 
+# What torch.cuda.get_device_properties reports for an H100 SXM (80 GB HBM3).
+H100 = dict(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_count=132,
+            total_memory=85_045_870_592, L2_cache_size=50 << 20, warp_size=32,
+            max_threads_per_multi_processor=2048, regs_per_multiprocessor=65536,
+            shared_memory_per_block=48 << 10, shared_memory_per_block_optin=227 << 10,
+            shared_memory_per_multiprocessor=228 << 10, is_integrated=False, is_multi_gpu_board=False)
+
+
+def device_properties(device=None):
+    import types
+    return types.SimpleNamespace(**H100)
+
 
 def install() -> None:
     """The mode entered, and torch.cuda's calls answered (CPU worker only)."""
@@ -129,6 +143,9 @@ def install() -> None:
         "set_device": lambda device=None: None,
         "set_stream": lambda stream=None: None,
         "current_device": lambda: 0,
+        "get_device_properties": device_properties,
+        "get_device_capability": lambda device=None: (H100["major"], H100["minor"]),
+        "get_device_name": lambda device=None: H100["name"],
     }
     for name, answer in answers.items():
         setattr(cuda, name, answer)
