@@ -15,7 +15,12 @@ is imported:
 * torch.cuda's synchronisation, streams, events and device selection
   answer as a GPU that runs everything in order, at once, would; its
   device queries describe an H100 (LeetGPU's default GPU), since a
-  persistent kernel sizes its grid by the SM count.
+  persistent kernel sizes its grid by the SM count;
+* Triton's own driver, which has none to offer on the CPU ("0 active
+  drivers": Triton's tutorials ask it for the torch device at import),
+  is a stand-in that names the CPU as torch's device and describes the
+  same H100. The interpreter itself never asks the driver; the worker
+  replaces the autotuner's benchmark on the CPU (judge.worker.interpret).
   torch.cuda.is_available() still says False: a file that chooses its
   device by it chooses the CPU.
 
@@ -127,6 +132,57 @@ def device_properties(device=None):
     return types.SimpleNamespace(**H100)
 
 
+class Driver:
+    """triton.runtime.driver.active on the CPU: what a file asks of it."""
+
+    def __init__(self):
+        import torch
+
+        class Utils:
+            @staticmethod
+            def get_device_properties(device=None) -> dict:
+                return {"max_shared_mem": H100["shared_memory_per_block_optin"], "max_num_regs": 65536,
+                        "multiprocessor_count": H100["multi_processor_count"], "warpSize": 32,
+                        "sm_clock_rate": 1_980_000, "mem_clock_rate": 2_619_000, "mem_bus_width": 5120}
+
+        self.utils = Utils()
+        self._torch = torch
+
+    @staticmethod
+    def is_active() -> bool:
+        return True
+
+    def get_active_torch_device(self):
+        return self._torch.device("cpu")  # where the interpreter's tensors live
+
+    def get_device_interface(self):
+        return self._torch.cuda
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def set_current_device(self, device) -> None:
+        pass
+
+    def get_current_stream(self, device=None) -> int:
+        return 0
+
+    def get_current_target(self):
+        from triton.backends.compiler import GPUTarget
+        return GPUTarget("cuda", H100["major"] * 10 + H100["minor"], 32)
+
+    def get_empty_cache_for_benchmark(self):
+        return self._torch.empty(256 << 20, dtype=self._torch.int8)
+
+    @staticmethod
+    def clear_cache(cache) -> None:
+        cache.zero_()
+
+    def get_benchmarker(self):
+        from triton import testing
+        return testing.do_bench
+
+
 def install() -> None:
     """The mode entered, and torch.cuda's calls answered (CPU worker only)."""
     import torch
@@ -149,4 +205,9 @@ def install() -> None:
     }
     for name, answer in answers.items():
         setattr(cuda, name, answer)
+    try:
+        from triton.runtime import driver
+        driver.set_active(Driver())
+    except (ImportError, AttributeError):  # another Triton: its driver as it is
+        pass
     _mode_class()().__enter__()
