@@ -21,7 +21,7 @@ from pathlib import Path
 from .cachedir import cache_dir, read_json, write_json
 
 _TIMING_CODE = ("timing.py", "timecheck.py", "worker/server.py", "worker/buffers.py", "worker/rules.py",
-                "worker/null_solve.py")
+                "worker/null_solve.py", "worker/null_solve_synced.py")
 
 
 def _path() -> Path:

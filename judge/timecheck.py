@@ -20,6 +20,12 @@ measures itself: it times its own stand-in submission (one empty kernel
 launch) in a fresh worker, by the same request, on the same GPU and shapes.
 Only judge code runs there, so that worker's report is trusted.
 
+A solve that synchronises (torch.cuda.synchronize() after its launches)
+keeps the host from queueing ahead, so the timer's host work runs in series
+with its calls; a report that does not fit the first stand-in is held
+against a second one that synchronises the same way (NULL_SOLVE_SYNCED,
+timed only then), and refused only if it fits neither.
+
 Rule: the window may exceed what the report accounts for by at most
 MARGIN (10%) of the accounted time plus FIXED_SLACK_S; beyond that, the
 report under-states the truth by more than 10% and the submission is
@@ -39,6 +45,12 @@ RULE = "rule: the reported latency must be the latency the judge observes"
 
 
 NULL_SOLVE = Path(__file__).resolve().parent / "worker" / "null_solve.py"
+# A solve that waits for its own kernels (torch.cuda.synchronize()) keeps the
+# host from queueing the timer's next call ahead: the timer's host work then
+# runs in series with every call, which the first stand-in does not show
+# (an honest short kernel that synchronised was refused 2 times in 3 on the
+# H100). Timed only when a report does not fit the first: see timed.py.
+NULL_SOLVE_SYNCED = Path(__file__).resolve().parent / "worker" / "null_solve_synced.py"
 HARNESS_REPS = 60
 CACHE_S = 600.0  # in this process; then the disk's answer, or a new measurement
 DISK_CACHE_S = 3600.0  # across processes (judge.harness_store), where workers cannot write it
@@ -46,7 +58,7 @@ _cache: dict[str, tuple[float, dict]] = {}
 
 
 def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device: str = "cuda",
-                 limits=None, worker=None) -> dict:
+                 limits=None, worker=None, stand_in: Path = NULL_SOLVE) -> dict:
     """Seconds per timed call of the timer's own work, as a worker does it:
     the judge's stand-in submission (judge/worker/null_solve.py: one empty
     kernel launch) timed by the same three-step request, in a fresh worker
@@ -55,19 +67,20 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     trusted: per call, the judge's window less the events' time. Cached per
     plan for CACHE_S in this process, and DISK_CACHE_S on disk where the
     sandbox keeps workers from writing it (judge.harness_store). `worker`:
-    a started, not yet loaded WorkerProcess on NULL_SOLVE (HarnessWorker
-    starts one early).
+    a started, not yet loaded WorkerProcess on `stand_in` (HarnessWorker
+    starts one early on NULL_SOLVE; NULL_SOLVE_SYNCED is the stand-in that
+    synchronises after its launch).
     Returns {"per_call_s", "sync_s", "reps", "head_start_s"}."""
     from . import harness_store
     from .isolation import Limits, WorkerProcess
-    key = _key(plan, len(seeds), device, reps)
+    key = _key(plan, len(seeds), device, reps, stand_in)
     known = _known(key, device)
     if known is not None:
         if worker is not None:
             worker.close()
         return known
     own = worker is None
-    worker = worker or WorkerProcess(NULL_SOLVE, device, limits or Limits())
+    worker = worker or WorkerProcess(stand_in, device, limits or Limits())
     try:
         if own:
             worker.start()
@@ -91,12 +104,13 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     return cost
 
 
-def _key(plan: dict, sets: int, device: str, reps: int = HARNESS_REPS) -> str:
-    """Per plan, and per timing method: the timer's own work is what is measured."""
+def _key(plan: dict, sets: int, device: str, reps: int = HARNESS_REPS, stand_in: Path = NULL_SOLVE) -> str:
+    """Per plan, per stand-in, and per timing method: the timer's own work is what is measured."""
     import json
 
     from .timing import METHOD
-    return json.dumps([device, plan, sets, reps, METHOD], sort_keys=True, default=str)
+    return json.dumps([device, plan, sets, reps, METHOD] + ([stand_in.name] if stand_in != NULL_SOLVE else []),
+                      sort_keys=True, default=str)
 
 
 def _known(key: str, device: str) -> dict | None:

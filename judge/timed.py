@@ -130,6 +130,14 @@ def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0,
     else:
         harness = timecheck.harness_cost(plan, seeds, device=run.device, limits=run.limits)
     rule = timecheck.check(raw, window_s, harness)
+    if rule:
+        # A solve that synchronises puts the timer's host work in series with
+        # its calls: the report is held against that stand-in too, timed
+        # only now (most files never need it), before it is refused.
+        synced = timecheck.harness_cost(plan, seeds, device=run.device, limits=run.limits,
+                                        stand_in=timecheck.NULL_SOLVE_SYNCED)
+        if timecheck.check(raw, window_s, synced) is None:
+            rule = None
     run.phases["timing_clock_check"] = round(time.monotonic() - clock, 3)
     if median <= 0 or rule:
         failure.status = "rejected"

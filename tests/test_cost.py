@@ -132,3 +132,15 @@ def test_only_the_timed_sizes_keep_tritons_full_autotuner_benchmark():
     assert all(dict(c.dims) == dict(ch.performance.dims) for c in ch.all_cases() if c.name in full)
     assert len(full) < len(ch.all_cases()) // 4
     assert any(dict(c.dims) == {"M": 1000, "N": 1000, "K": 1000} for c in ch.functional)  # a large one, cut short
+
+
+def test_the_two_stand_ins_are_costed_apart():
+    """The stand-in that synchronises after its launch (a solve waiting for
+    its own kernels) has its own cost, cached apart from the plain one."""
+    from judge import timecheck
+    plan = {"call": []}
+    plain = timecheck._key(plan, 3, "cuda")
+    synced = timecheck._key(plan, 3, "cuda", stand_in=timecheck.NULL_SOLVE_SYNCED)
+    assert plain != synced and plain == timecheck._key(plan, 3, "cuda", stand_in=timecheck.NULL_SOLVE)
+    assert timecheck.NULL_SOLVE_SYNCED.is_file()
+    assert "torch.cuda.synchronize()" in timecheck.NULL_SOLVE_SYNCED.read_text()
