@@ -171,7 +171,11 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         result = original(*call_args, **call_kwargs)
         if theirs and isinstance(result, int):
             from judge.worker.gates import ADDRESS_TAG
-            result ^= ADDRESS_TAG  # judge.worker.gates: an address the host cannot follow
+            # judge.worker.gates: an address the host cannot follow. Set, not
+            # flipped: a call that comes through the gate twice (torch's
+            # function mode on the CPU hands the method back to the gate,
+            # judge.worker.cpu_cuda) must not clear it again.
+            result |= ADDRESS_TAG
         if kind == "overload":
             from judge.worker.gates import gate_overload_result
             result = gate_overload_result(result)
