@@ -10,11 +10,13 @@ stopped once it has shown no progress for Limits.idle_timeout_s, where
 progress is seen from outside the worker:
 - a `ptxas` process below it (Triton's assembler, run for each kernel it
   compiles), or
-- an entry added to its Triton cache folder (each compiled kernel adds one).
+- an entry added to its Triton cache folder (each compiled kernel adds one),
+  or the folder's time touched (the worker's autotuner benchmark does it
+  before each config it times: judge.worker.autotune).
 
-Nothing the worker claims counts. A submission that fakes progress (it
-cannot start processes; it could write into its cache folder) gains no
-more than the case's own limit, which stands as before.
+A submission that fakes progress (it cannot start processes; it could
+write into or touch its cache folder) gains no more than the case's own
+limit, which stands as before: this limit only ends hopeless cases sooner.
 """
 
 from __future__ import annotations

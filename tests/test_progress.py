@@ -52,6 +52,20 @@ def test_a_new_cache_entry_is_progress(tmp_path, monkeypatch):
     assert watch.deadline() > first
 
 
+def test_the_autotuners_benchmark_shows_progress(tmp_path, monkeypatch):
+    """Timing a config compiles nothing; the worker's benchmark touches the
+    cache folder before each, which the watch reads as progress."""
+    from judge.worker import autotune
+    monkeypatch.setattr(progress, "POLL_S", 0.0)
+    watch = progress.CompileWatch(tmp_path, None, idle_s=5)
+    first = watch.deadline()
+    time.sleep(0.02)
+    assert watch.deadline() == first
+    autotune._progress(str(tmp_path))
+    assert watch.deadline() > first
+    autotune._progress(None)  # no folder: nothing to touch, no error
+
+
 def test_an_assembler_below_the_worker_is_progress(tmp_path, monkeypatch):
     """A process named ptxas (Triton runs it for every kernel it compiles)
     anywhere below the worker; a process of another name is not."""
@@ -110,3 +124,4 @@ def test_the_idle_limit_applies_on_a_gpu_only(tmp_path):
     assert isinstance(casework.Run.compile_watch(run, Worker()), progress.CompileWatch)
     run.limits = Limits(idle_timeout_s=60, case_timeout_s=60)  # no shorter than the case's own: none
     assert casework.Run.compile_watch(run, Worker()) is None
+
