@@ -117,7 +117,8 @@ def main() -> int:
     guard = Guard(submission=path, trusted=trusted)
     guard.bind(module.__dict__, server.__dict__)
     step("rules armed", guard.armed)
-    server._arm_audit(path, guard, trusted, sealed, 2)
+    from judge.worker import arming
+    arming.arm(path, guard, trusted, sealed, 2)
     step("audit hook", guard.armed)
     ns.out.mkdir(parents=True, exist_ok=True)
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": torch.cuda.get_device_name(),
