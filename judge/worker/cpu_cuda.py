@@ -10,8 +10,10 @@ is imported:
 * the device "cuda" (any index) given to a torch function or a tensor
   method means the CPU: a torch function mode, in force for the worker's
   life (Triton's own CPU copies name "cpu" and are left alone);
-* a tensor's is_cuda reads True, as the same tensor's does on a GPU (its
-  `device` stays what it is, so code that copies by device stays right);
+* a tensor's is_cuda reads True, as the same tensor's does on a GPU, and
+  to the submission's own code its `device` reads cuda:0 (get_device() 0),
+  which the first point maps back to the CPU wherever it is passed on;
+  Triton, torch and the worker read the tensor's real device;
 * torch.cuda's synchronisation, streams, events and device selection
   answer as a GPU that runs everything in order, at once, would; its
   device queries describe an H100 (LeetGPU's default GPU), since a
@@ -42,17 +44,30 @@ def _names_cuda(device) -> bool:
     return isinstance(device, str) and device.split(":")[0].strip() == "cuda"
 
 
-def _mode_class():
+def _mode_class(submission: str | None):
+    import os
+    import sys
+
     import torch
     from torch.overrides import TorchFunctionMode
     is_cuda = torch._C.TensorBase.__dict__["is_cuda"]
+    device = torch._C.TensorBase.__dict__["device"]
     moves = {torch.Tensor.to, torch.Tensor.cuda}
+    gpu = torch.device("cuda", 0)
+    submission = os.path.abspath(submission) if submission else None
+
+    def asked_by_submission() -> bool:
+        # The frame that read the attribute (torch calls the mode from C).
+        return submission is not None and sys._getframe(2).f_code.co_filename == submission
 
     class CudaMeansCpu(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = dict(kwargs or {})
-            if getattr(func, "__self__", None) is is_cuda:
+            owner = getattr(func, "__self__", None)
+            if owner is is_cuda:
                 return True
+            if (owner is device or func is torch.Tensor.get_device) and asked_by_submission():
+                return gpu if owner is device else 0
             if _names_cuda(kwargs.get("device")):
                 kwargs["device"] = "cpu"
             if func in moves:
@@ -183,8 +198,10 @@ class Driver:
         return testing.do_bench
 
 
-def install() -> None:
-    """The mode entered, and torch.cuda's calls answered (CPU worker only)."""
+def install(submission: str | None = None) -> None:
+    """The mode entered, and torch.cuda's calls answered (CPU worker only).
+    `submission`: the path the file is imported from (its code is shown
+    cuda:0 as its tensors' device)."""
     import torch
     cuda = torch.cuda
     answers = {
@@ -210,4 +227,4 @@ def install() -> None:
         driver.set_active(Driver())
     except (ImportError, AttributeError):  # another Triton: its driver as it is
         pass
-    _mode_class()().__enter__()
+    _mode_class(submission)().__enter__()
