@@ -36,7 +36,8 @@ cuda_early (the GPU context made on a thread while torch imports),
 timing (the measurement loop), check_sums (a timed call's output sums in one
 Triton pass, run by the worker, checked by the judge). Untrusted side, running in the worker with
 the submission: worker/ (request loop, operator guard, audit hook,
-interpreter patches).
+interpreter patches, the CUDA a GPU file names answered on the CPU, tensors
+printed by shape, the judge's stand-in submissions timed for the clock check).
 
 The error tree is drawn in judge.errors' docstring.
 """
