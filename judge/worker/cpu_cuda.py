@@ -16,12 +16,13 @@ is imported:
   Triton, torch and the worker read the tensor's real device;
 * torch.cuda's synchronisation, streams, events and device selection
   answer as a GPU that runs everything in order, at once, would; its
-  device queries describe an H100 (LeetGPU's default GPU), since a
+  device queries describe an H100 (LeetGPU's default GPU; a T4 where the
+  self-check answers for one, judge check --gpu t4), since a
   persistent kernel sizes its grid by the SM count;
 * Triton's own driver, which has none to offer on the CPU ("0 active
   drivers": Triton's tutorials ask it for the torch device at import),
   is a stand-in that names the CPU as torch's device and describes the
-  same H100. The interpreter itself never asks the driver; the worker
+  same GPU. The interpreter itself never asks the driver; the worker
   replaces the autotuner's benchmark on the CPU (judge.worker.interpret).
   torch.cuda.is_available() still says False: a file that chooses its
   device by it chooses the CPU.
@@ -142,9 +143,16 @@ H100 = dict(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_coun
             shared_memory_per_multiprocessor=228 << 10, is_integrated=False, is_multi_gpu_board=False)
 
 
+# The same for a T4 (16 GB): no TF32, which is when the worker emulates none.
+T4 = dict(H100, name="Tesla T4", major=7, minor=5, multi_processor_count=40, total_memory=15_828_320_256,
+          L2_cache_size=4 << 20, max_threads_per_multi_processor=1024, shared_memory_per_block_optin=64 << 10,
+          shared_memory_per_multiprocessor=64 << 10)
+GPU = dict(H100)  # the one described: set by install()
+
+
 def device_properties(device=None):
     import types
-    return types.SimpleNamespace(**H100)
+    return types.SimpleNamespace(**GPU)
 
 
 class Driver:
@@ -156,8 +164,8 @@ class Driver:
         class Utils:
             @staticmethod
             def get_device_properties(device=None) -> dict:
-                return {"max_shared_mem": H100["shared_memory_per_block_optin"], "max_num_regs": 65536,
-                        "multiprocessor_count": H100["multi_processor_count"], "warpSize": 32,
+                return {"max_shared_mem": GPU["shared_memory_per_block_optin"], "max_num_regs": 65536,
+                        "multiprocessor_count": GPU["multi_processor_count"], "warpSize": 32,
                         "sm_clock_rate": 1_980_000, "mem_clock_rate": 2_619_000, "mem_bus_width": 5120}
 
         self.utils = Utils()
@@ -184,7 +192,7 @@ class Driver:
 
     def get_current_target(self):
         from triton.backends.compiler import GPUTarget
-        return GPUTarget("cuda", H100["major"] * 10 + H100["minor"], 32)
+        return GPUTarget("cuda", GPU["major"] * 10 + GPU["minor"], 32)
 
     def get_empty_cache_for_benchmark(self):
         return self._torch.empty(256 << 20, dtype=self._torch.int8)
@@ -198,10 +206,14 @@ class Driver:
         return testing.do_bench
 
 
-def install(submission: str | None = None) -> None:
+def install(submission: str | None = None, tf32: bool = True) -> None:
     """The mode entered, and torch.cuda's calls answered (CPU worker only).
     `submission`: the path the file is imported from (its code is shown
-    cuda:0 as its tensors' device)."""
+    cuda:0 as its tensors' device); `tf32`: False where the worker answers
+    for a T4 (judge.worker.interpret's emulate_tf32), which is then the GPU
+    described."""
+    GPU.clear()
+    GPU.update(H100 if tf32 else T4)
     import torch
     cuda = torch.cuda
     answers = {
@@ -217,8 +229,8 @@ def install(submission: str | None = None) -> None:
         "set_stream": lambda stream=None: None,
         "current_device": lambda: 0,
         "get_device_properties": device_properties,
-        "get_device_capability": lambda device=None: (H100["major"], H100["minor"]),
-        "get_device_name": lambda device=None: H100["name"],
+        "get_device_capability": lambda device=None: (GPU["major"], GPU["minor"]),
+        "get_device_name": lambda device=None: GPU["name"],
     }
     for name, answer in answers.items():
         setattr(cuda, name, answer)

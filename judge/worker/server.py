@@ -190,7 +190,8 @@ class Worker:
             from judge.worker import interpret
             interpret.install(emulate_tf32=msg.get("emulate_tf32", True))
             from judge.worker import cpu_cuda
-            cpu_cuda.install(msg["path"])  # a file's device="cuda", torch.cuda.synchronize(), streams: as on a GPU
+            # A file's device="cuda", torch.cuda.synchronize(), streams: as on a GPU.
+            cpu_cuda.install(msg["path"], tf32=msg.get("emulate_tf32", True))
         from judge.worker.rules import Guard
         path = msg["path"]
         trusted, sealed = _hook_triton(cuda=self.device == "cuda")
