@@ -22,6 +22,7 @@ x = torch.zeros(3, device='cuda')
 assert x.device.type == 'cpu' and x.is_cuda
 assert x.to('cuda').device.type == 'cpu' and x.cuda() is x
 assert torch.empty(2, device=torch.device('cuda', 0)).device.type == 'cpu'
+assert torch.zeros(2, device=0).device.type == 'cpu' and x.to(0).device.type == 'cpu'
 torch.cuda.synchronize()
 s = torch.cuda.Stream()
 with torch.cuda.stream(s), torch.cuda.device(0):

@@ -42,6 +42,8 @@ def _names_cuda(device) -> bool:
     import torch
     if isinstance(device, torch.device):
         return device.type == "cuda"
+    if isinstance(device, int) and not isinstance(device, bool):
+        return True  # torch reads a bare index as a CUDA device
     return isinstance(device, str) and device.split(":")[0].strip() == "cuda"
 
 
