@@ -2,7 +2,7 @@
 own code, one batch per challenge (each file against its own challenge),
 and record per-submission and whole-batch wall times.
 
-    python bench/batch_gpu.py --out DIR [--gpus all|0,1] [--device cuda] [--only TEXT ...] [--ray local]
+    python bench/batch_gpu.py --out DIR [--gpus all|0,1] [--device cuda] [--only TEXT ...] [--ray local] [--copies N]
 
 The files: submissions/**/*.py and every challenge's examples/*.py, with
 the verdicts their expected.toml declare (judge.goldens). Each challenge's
@@ -101,8 +101,10 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
     folder.mkdir(parents=True)
     expected = {}
     for golden in files:
-        shutil.copyfile(golden.path, folder / f"{file_id(golden)}.py")
-        expected[file_id(golden)] = golden
+        for k in range(ns.copies):  # copies: a class most of whose files pass (each is compiled and timed anew)
+            key = file_id(golden) if ns.copies == 1 else f"{file_id(golden)}__copy{k}"
+            shutil.copyfile(golden.path, folder / f"{key}.py")
+            expected[key] = golden
     opts = BatchOptions(folder=folder, out=out, challenge=name, device=ns.device, gpus=ns.gpus, lanes=ns.lanes,
                         lanes_per_gpu=ns.lanes_per_gpu, workers=ns.workers, seed=ns.seed, drift=ns.drift, ray=ns.ray)
     started = time.monotonic()
@@ -121,7 +123,7 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
                         "tflops": row.get("tflops"), "score": row.get("score"),
                         "grading_s": (row.get("result") or {}).get("duration_s"),
                         "phases": (row.get("result") or {}).get("phase_seconds")})
-    return {"challenge": name, "files": len(files), "batch_wall_s": round(wall, 2), "drift": outcome.drift,
+    return {"challenge": name, "files": len(files) * ns.copies, "batch_wall_s": round(wall, 2), "drift": outcome.drift,
             "gpu_busy": busy.summary(),
             "lanes": sorted({r["lane"] for r in records if r.get("lane")}), "device": runs[-1].get("device") if runs else None,
             "device_name": next(((r.get("result") or {}).get("device_name") for r in rows if r.get("result")), None),
@@ -168,6 +170,9 @@ def main() -> int:
     ap.add_argument("--drift", default="auto", help="auto (GPU: the first accepted example), none or a file")
     ap.add_argument("--only", nargs="*", default=[], help="only files whose path contains one of these")
     ap.add_argument("--ray", default=None, help="grade through the Ray backend: local, auto or an address")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="grade each file this many times, as that many files (--only correct --copies 4: a class "
+                         "whose files all pass, so that every one is timed)")
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
     by_challenge = defaultdict(list)

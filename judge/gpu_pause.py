@@ -5,7 +5,10 @@ A process is paused in two steps. The driver's checkpoint lock
 (cuCheckpointProcessLock, CUDA 12.8+ drivers) waits for the GPU work the
 process has queued to finish and blocks its further CUDA calls; SIGSTOP
 then stops it on the CPU as well. A process without CUDA yet is only
-stopped: it cannot start GPU work while stopped. Children are found by
+stopped: it cannot start GPU work while stopped. A grading that steps
+aside for another's timing is not stopped where the host has CPUs to
+spare (judge.cpu_share): its locked processes, and the compiler tools
+below them, run on off the CPUs the timing keeps, so its compiles go on. Children are found by
 walking /proc from the judge's own pid, and the walk is repeated until no
 new process shows up (a stopped process cannot fork), so a process a
 submission forks, or one whose parent died (they reparent to the judge,
@@ -24,7 +27,7 @@ import signal
 import threading
 import time
 
-from . import procfs
+from . import cpu_share, procfs
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_INITIALIZED = 3  # the target has no CUDA context: stopping it is enough
@@ -80,11 +83,13 @@ def driver() -> Driver | None:
 def pauser(spare=tuple):
     """A maker of Pause for this process's children but those `spare()`
     names (a worker already held: see hold), or None where the driver has
-    no checkpoint lock (a grading then never steps aside)."""
+    no checkpoint lock (a grading then never steps aside). Its processes
+    keep the CPUs judge.cpu_share leaves them, where it leaves any."""
     found = driver()
     if found is None:
         return None
-    return lambda: Pause(driver=found, spare=frozenset(spare()))
+    elsewhere = cpu_share.elsewhere()
+    return lambda: Pause(driver=found, spare=frozenset(spare()), elsewhere=elsewhere)
 
 
 def hold(pid: int) -> "Pause | None":
@@ -129,10 +134,13 @@ class Pause:
     """The processes below `root` (and `root` itself, with `with_root`),
     paused by stop() and resumed by resume(). `driver`: the checkpoint
     lock, or None where no process can hold GPU work (a host without a GPU:
-    tests)."""
+    tests). `elsewhere`: CPUs on which a locked process (or a compiler tool
+    without CUDA) runs on instead of being stopped (judge.cpu_share); empty:
+    every process is stopped."""
 
     def __init__(self, root: int | None = None, driver: Driver | None = None,
-                 lock_timeout_ms: int = LOCK_TIMEOUT_MS, spare=frozenset(), with_root: bool = False):
+                 lock_timeout_ms: int = LOCK_TIMEOUT_MS, spare=frozenset(), with_root: bool = False,
+                 elsewhere=frozenset()):
         self.root = os.getpid() if root is None else root
         self.with_root = with_root
         self.driver = driver
@@ -140,6 +148,8 @@ class Pause:
         self.lock_timeout_ms = lock_timeout_ms
         self.stopped: list[int] = []  # SIGSTOP sent, in order
         self.locked: list[int] = []  # holding the driver's checkpoint lock
+        self.confined = cpu_share.Confinement(elsewhere) if elsewhere else None
+        self.running: list[int] = []  # left running, confined to `elsewhere`
         self.failure: str | None = None
 
     def stop(self) -> bool:
@@ -157,7 +167,7 @@ class Pause:
         during a pause has had no time to queue GPU work)."""
         while True:
             tree = ([self.root] if self.with_root and _alive(self.root) else []) + descendants(self.root, self.spare)
-            new = [pid for pid in tree if pid not in self.stopped]
+            new = [pid for pid in tree if pid not in self.stopped and pid not in self.running]
             if not new:
                 _wait_stopped(self.stopped)
                 return True
@@ -174,6 +184,13 @@ class Pause:
             elif rc != CUDA_ERROR_NOT_INITIALIZED and _alive(pid):
                 self.failure = f"process {pid}: the driver's checkpoint lock failed with CUDA error {rc}"
                 ok = False
+            # Locked, or a compiler tool that never makes a CUDA context: its
+            # GPU cannot be reached, so it may run on, off the timing's CPUs.
+            may_run = rc == CUDA_SUCCESS or (rc == CUDA_ERROR_NOT_INITIALIZED
+                                             and cpu_share.runs_a_compiler_tool(pid))
+            if ok and may_run and self.confined is not None and self.confined.confine(pid):
+                self.running.append(pid)
+                return True
         try:
             os.kill(pid, signal.SIGSTOP)
         except (ProcessLookupError, PermissionError):
@@ -189,13 +206,15 @@ class Pause:
                 os.kill(pid, signal.SIGCONT)
             except (ProcessLookupError, PermissionError):
                 pass
+        if self.confined is not None:
+            self.confined.restore()
         if self.driver is not None:
             for pid in self.locked:
                 try:
                     self.driver.unlock(pid)
                 except Exception:  # noqa: BLE001 - a process gone meanwhile
                     pass
-        self.stopped, self.locked = [], []
+        self.stopped, self.locked, self.running = [], [], []
 
 
 def _wait_stopped(pids: list[int], timeout_s: float = 1.0) -> None:
