@@ -189,11 +189,11 @@ class Run:
         seeds = self.seeds(case)
         result.trials = len(seeds)
         assert slot.worker is not None
-        # Short autotuner benchmarks (judge.worker.autotune) on every case but
-        # those of the timed case's sizes, which keep Triton's own, so that
-        # the config timed is the one Triton would choose for them.
+        # Short autotuner benchmarks (judge.worker.autotune) on every case:
+        # the config timed is chosen again by Triton's own benchmark when the
+        # timing holds the GPU alone.
         request = {"op": "run", "plan": plan, "seeds": seeds, "return_inputs": True,
-                   "quick_autotune": self.device == "cuda" and not self.timed_sizes(case)}
+                   "quick_autotune": self.device == "cuda"}
         if self.device == "cpu":
             request["interpreter_budget_s"] = min(self.limits.interpreter_budget_s,
                                                   0.8 * self.time_left(self.limits.case_timeout_s))
@@ -226,11 +226,6 @@ class Run:
                         result.diagnosis = source_scan.explain(self.path, result.diagnosis)
         result.seconds = round(time.monotonic() - started, 3)
         return result
-
-    def timed_sizes(self, case: Case) -> bool:
-        """Whether `case` calls solve with the timed case's sizes (an
-        autotuner keyed on them picks there the config that is timed)."""
-        return dict(case.dims) == dict(self.challenge.performance.dims)
 
     def is_large(self, case: Case) -> bool:
         """Cases whose buffers are too big to run beside others: run alone."""
