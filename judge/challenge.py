@@ -23,7 +23,7 @@ from pydantic import ValidationError, model_validator
 from . import expr
 # The parts of a challenge.toml, re-exported here where callers look for them.
 from .challenge_spec import (  # noqa: F401
-    Arg, Case, CpuLimits, PolicySpec, ScoringDefaults, Tolerance, Work, _Strict, trials_for,
+    Arg, Case, CpuLimits, PolicySpec, Rules, ScoringDefaults, Tolerance, Work, _Strict, trials_for,
 )
 from .distributions import Identity, Values
 from .errors import UsageError
@@ -48,6 +48,7 @@ class Challenge(_Strict):
     work: Work = Work()
     cpu_limits: CpuLimits = CpuLimits()
     scoring: ScoringDefaults | None = None
+    rules: Rules = Rules()
     example: Case
     functional: list[Case]
     performance: Case

@@ -101,6 +101,21 @@ class CpuLimits(_Strict):
     max_work: int = 512 * 512 * 512
 
 
+class Rules(_Strict):
+    """What solve may not ask torch for in this challenge, beyond the rules
+    every challenge has (judge.worker.rules): operators that everywhere else
+    only move data, where moving the data is the job (a copy, a transpose)."""
+
+    refused_ops: list[str] = []  # aten operator names, such as "copy_", "clone", "_to_copy"
+    why: str = "this challenge's job"  # said in the rule's message
+
+    @model_validator(mode="after")
+    def _why_given(self):
+        if self.refused_ops and not self.why.strip():
+            raise ValueError("rules.why must say why refused_ops are refused")
+        return self
+
+
 class ScoringDefaults(_Strict):
     """The challenge's performance scale: latency of `floor` × floor_multiple
     earns no performance points, that of `target` × target_multiple all."""

@@ -47,7 +47,8 @@ GATED = (
     # work recorded at import and replayed in solve, unseen
     ("torch._C", "_CUDAGraph", "capture_begin"),
     # work run on TorchScript's own threads, or handed to another library's arrays
-    ("torch._C", "fork"), ("torch._C", "_to_dlpack"),
+    ("torch._C", "fork"), ("torch._C", "_to_dlpack"), ("torch._C", "_to_dlpack_versioned"),
+    ("torch._C", "_dlpack_exchange_api"),
     # cuBLAS, as Triton's own package ships it (for its tutorials' benchmarks)
     ("triton._C.libtriton.nvidia.cublas", "CublasLt"),
 )
@@ -61,7 +62,10 @@ THREADS = (("_thread", "start_new_thread"), ("_thread", "start_joinable_thread")
 # the host copy a GPU run cannot make). Allowed only to the worker's own code
 # and to Triton's interpreter copying a launch's arguments (judge.worker.audit).
 HOST = (("torch._C", "TensorBase", "numpy"), ("torch._C", "TensorBase", "tolist"),
-        ("torch._C", "TensorBase", "untyped_storage"))
+        ("torch._C", "TensorBase", "untyped_storage"),
+        # a Python function run on every element on the host (a GPU tensor refuses)
+        ("torch._C", "TensorBase", "apply_"), ("torch._C", "TensorBase", "map_"),
+        ("torch._C", "TensorBase", "map2_"))
 # Under the interpreter (CPU), a tensor's address is one of host memory: an
 # array built over it by hand (numpy's __array_interface__) reads and writes
 # the data with no method above. A GPU hands out device addresses the host

@@ -49,6 +49,8 @@ ALLOWED_OPS = frozenset({
     "expand", "unsqueeze", "squeeze", "alias", "detach", "split", "split_with_sizes", "chunk",
     "narrow", "flatten", "unflatten", "view_as", "unbind", "_reshape_alias", "contiguous",
     "is_contiguous", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "record_stream",
+    "unfold", "diagonal", "movedim", "swapaxes", "swapdims", "expand_as", "reshape_as", "tensor_split",
+    "unsafe_split", "unsafe_chunk", "view_as_real", "view_as_complex",
     # copies (same device: checked below)
     "copy_", "clone", "_to_copy",
 })
@@ -56,7 +58,9 @@ TRANSFER_OPS = frozenset({"copy_", "_to_copy"})
 # What Triton's own launches dispatch (the interpreter's copies; the
 # autotuner's benchmark buffers): never a compute operator.
 TRITON_OPS = ALLOWED_OPS | {"set_", "_local_scalar_dense"}
-HOST_METHODS = ("cpu", "numpy", "tolist", "item", "__array__", "__dlpack__", "untyped_storage", "storage")
+HOST_METHODS = ("cpu", "numpy", "tolist", "item", "__array__", "__dlpack__", "untyped_storage", "storage",
+                # a Python callable run on every element, on the host (CPU tensors only)
+                "apply_", "map_", "map2_")
 # torch's ways past the dispatch mode (popping it, excluding its key,
 # calling kernels directly) are gated by the audit hook: judge.worker.gates.
 
@@ -108,8 +112,12 @@ def _device_of(x):
 class Guard:
     """Arms the rules around one call of solve; `violation` says what broke."""
 
-    def __init__(self, submission: str | None = None, trusted=frozenset()):
+    def __init__(self, submission: str | None = None, trusted=frozenset(), refused=(), refused_why: str = ""):
         self.violation: str | None = None
+        # The challenge's own refusals (judge.challenge_spec.Rules): operators
+        # that only move data, where moving the data is the job.
+        self._refused = frozenset(refused)
+        self._refused_why = refused_why or "this challenge's job"
         self._submission = os.path.abspath(submission) if submission else None
         self._trusted = frozenset(trusted)  # code objects of the judge's wrappers around Triton's launches
         self._mode = None
@@ -213,6 +221,9 @@ class Guard:
         if name not in ALLOWED_OPS:
             self.flag(f"rule: no torch compute in solve: aten.{name} was called "
                       f"({func}); write the computation as a Triton kernel")
+        if name in self._refused:
+            self.flag(f"rule: no torch copies in solve in this challenge ({self._refused_why}): aten.{name} "
+                      f"was called ({func}); write it as a Triton kernel")
         crossing = _crossing(name, args, kwargs)
         if crossing:
             self.flag(f"rule: no host round trip of the data: a copy from {crossing[0]} to {crossing[1]} in solve")
@@ -220,7 +231,9 @@ class Guard:
     @staticmethod
     def allowed_to_all(func, args, kwargs) -> bool:
         """An operator allowed whoever asks (an allocation, a view, a fill, a
-        copy on one device): no need to find out whose it is."""
+        copy on one device): no need to find out whose it is. (A challenge's
+        own refusals bind solve and the threads it starts: outside solve the
+        worker's own copies, the timer's among them, stay cheap.)"""
         name = func.overloadpacket.__name__
         return name in ALLOWED_OPS and not _crossing(name, args, kwargs)
 

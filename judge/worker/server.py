@@ -195,7 +195,8 @@ class Worker:
         from judge.worker.rules import Guard
         path = msg["path"]
         trusted, sealed = _hook_triton(cuda=self.device == "cuda")
-        self.guard = Guard(submission=os.path.abspath(path), trusted=trusted)
+        self.guard = Guard(submission=os.path.abspath(path), trusted=trusted,
+                           refused=msg.get("refused_ops") or (), refused_why=msg.get("refused_why") or "")
         spec = importlib.util.spec_from_file_location("submission", path)
         module = importlib.util.module_from_spec(spec)
         self.guard.bind(module.__dict__, globals())
