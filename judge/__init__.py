@@ -20,6 +20,7 @@ job. Trusted side (the judge's own process):
     isolation     spawning, sandboxing, policing and killing workers;  reaper: orphans
     gpu_lock      gradings sharing a GPU: cases side by side, each timing alone
     gpu_pause     pausing a grading's processes (the driver's checkpoint lock, SIGSTOP)
+    cpu_share     the CPUs a timing keeps while gradings that stepped aside compile on
     procfs        processes as /proc shows them (states, parents, sessions)
     clock         the clock deadlines run on: time paused for another's timing does not count
     progress      whether a GPU worker that has not answered is still compiling (a hang ends sooner)

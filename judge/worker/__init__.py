@@ -7,9 +7,13 @@ child, in the same Python as the submission, and may be patched by it.
     audit      the permanent audit hook: what the submission's own code may not do
     gates      torch's ways past the guard (mode stack, dispatch keys, direct
                kernels, threads), kept behind the audit hook
-    autotune   Triton's autotuner: short benchmarks on small cases, configs
-               compiled side by side
-    interpret  CPU-mode patches of Triton's interpreter (TF32 emulation, autotune)
+    autotune   Triton's autotuner: short benchmarks in the cases, configs
+               compiled side by side, chosen again when the timing starts
+    interpret  CPU-mode patches of Triton's interpreter (TF32 emulation, autotune,
+               device_print to the process's standard output)
+    frontend   CPU mode: each launched kernel through the GPU compiler's front end
+    host_tensors  CPU mode: the tensors a GPU run would hold on the host
+    cpu_cuda   CPU mode: the CUDA a GPU file names, answered
 
 Nothing decided here is trusted by the judge: outputs, inputs and timings
 that come back are checked on the trusted side (judge.grading and friends).

@@ -52,6 +52,8 @@ def _mode_class(submission: str | None):
     import sys
 
     import torch
+
+    from judge.worker import host_tensors
     from torch.overrides import TorchFunctionMode
     is_cuda = torch._C.TensorBase.__dict__["is_cuda"]
     device = torch._C.TensorBase.__dict__["device"]
@@ -69,16 +71,22 @@ def _mode_class(submission: str | None):
             owner = getattr(func, "__self__", None)
             if owner is is_cuda:
                 return True
-            if (owner is device or func is torch.Tensor.get_device) and asked_by_submission():
+            mine = asked_by_submission()
+            if (owner is device or func is torch.Tensor.get_device) and mine:
                 return gpu if owner is device else 0
+            given_args, given_kwargs = args, dict(kwargs)
             if _names_cuda(kwargs.get("device")):
                 kwargs["device"] = "cpu"
-            if func in moves:
-                if func is torch.Tensor.cuda:  # .cuda(device=None, non_blocking=False, memory_format=...)
-                    return args[0].to(memory_format=kwargs["memory_format"]) if "memory_format" in kwargs \
-                        else args[0]
-                args = tuple("cpu" if _names_cuda(a) else a for a in args)
-            return func(*args, **kwargs)
+            if func is torch.Tensor.cuda:  # .cuda(device=None, non_blocking=False, memory_format=...)
+                result = args[0].to(memory_format=kwargs["memory_format"]) if "memory_format" in kwargs \
+                    else args[0]
+            else:
+                if func in moves:
+                    args = tuple("cpu" if _names_cuda(a) else a for a in args)
+                result = func(*args, **kwargs)
+            # What a GPU run would hold on the host (judge.worker.host_tensors).
+            host_tensors.after(func, given_args, given_kwargs, result, mine)
+            return result
 
     return CudaMeansCpu
 

@@ -29,6 +29,7 @@ every config is taken to cost the same, so the first (valid) config runs.
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -90,6 +91,26 @@ def _watch_launches(builder) -> None:
     builder.set_grid_idx = set_grid_idx
 
 
+def _print_to_standard_output(builder) -> None:
+    """tl.device_print and print in a kernel: on a GPU, printf to the
+    process's standard output itself, where solve cannot read it back.
+    The interpreter printed through Python's print and numpy's formatting,
+    both of which the file can replace (sys.stdout swapped for a buffer,
+    a numpy formatter called with every value): a host round trip of the
+    data. Here the values are formatted by the worker's own code and
+    written to file descriptor 1 directly."""
+    write, flat = os.write, np.ravel
+
+    def create_print(self, prefix, hex, values, isSigned):
+        head = f"({self.grid_idx[0]}, {self.grid_idx[1]}, {self.grid_idx[2]})" + (f" {prefix}" if prefix else "")
+        for value in values:
+            items = flat(value.data).tolist()
+            text = " ".join(f"0x{int(v):02x}" if hex else repr(v) for v in items)
+            write(1, f"{head} [{text}]\n".encode())
+
+    builder.create_print = create_print
+
+
 def _outer_broadcast(x, y) -> bool:
     """x[:, :, None] * y[None, :, :] broadcast to (M, K, N), M, K, N ≥ 16:
     the product the GPU compiler turns into a TF32 dot when it is summed
@@ -136,3 +157,7 @@ def install(emulate_tf32: bool = True) -> None:
 
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
+    _print_to_standard_output(interpreter.InterpreterBuilder)
+    # What is not Triton in a kernel fails to compile on the GPU: here too.
+    from judge.worker import frontend
+    frontend.install(capability=90 if emulate_tf32 else 75)

@@ -65,6 +65,11 @@ HOST_METHODS = ("cpu", "numpy", "tolist", "item", "__array__", "__dlpack__", "un
 # calling kernels directly) are gated by the audit hook: judge.worker.gates.
 
 
+# Whether solve runs (Guard.armed): the CPU worker's host-tensor rules read it
+# (judge.worker.host_tensors); a file that flips it only lets itself copy to
+# its own host tensors, whose data still cannot reach a kernel or the host.
+SOLVING = [False]
+
 # While a timed call runs (judge.timing's fence): the stream its start event is on.
 TIMER_STREAM: list = [None]
 
@@ -304,11 +309,11 @@ class Guard:
         if own_mode:
             self._mode.__enter__()
         self._check_on_top("as solve started")
-        self._in_solve = True
+        self._in_solve = SOLVING[0] = True
         try:
             yield self
         finally:
-            self._in_solve = False
+            self._in_solve = SOLVING[0] = False
             self._unpatch_threads()
             self._check_on_top("when solve returned")
             if own_mode and _get_current_dispatch_mode() is self._mode:

@@ -1,0 +1,144 @@
+"""On the CPU, the tensors a GPU run would hold on the host.
+
+On a GPU, a tensor solve makes without naming CUDA (torch.empty(n), or
+device="cpu") lives in host memory: a Triton launch refuses it ("cannot be
+accessed from Triton (cpu tensor?)"), and a copy between it and the GPU's
+tensors (.to("cpu"), copy_) is a host round trip the rules refuse. In the
+CPU worker every tensor is in host memory, so such a file passed there and
+failed on the GPU: a scratch buffer made without device=, or the input
+moved to the host and worked on there. Here the CPU worker keeps apart the
+tensors a GPU would have kept on the host (judge.worker.cpu_cuda's mode
+tells this module of every torch call):
+
+* a tensor the submission's own code makes without naming CUDA (and
+  without torch.set_default_device("cuda") first), or moves to the CPU;
+* a tensor made from one of those without naming a device (a view, a
+  clone, a *_like), whoever makes it.
+
+A host tensor passed to a Triton launch raises Triton's own error; a copy
+between a host tensor and another, asked by the submission, is the host
+round trip it is on a GPU. Tensors are known by their storage, and only
+while one of them is alive (an address freed and reused is not host).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+_host: dict[int, weakref.WeakSet] = {}  # storage address -> the live host tensors on it
+_default_cuda = [False]  # torch.set_default_device("cuda") by the submission
+
+
+def _storage(tensor) -> int:
+    from judge.worker.gates import ADDRESS_TAG
+    # The address with the tag the submission's own code is shown cleared
+    # (judge.worker.gates): the same whoever's frame is on the stack.
+    return (tensor.data_ptr() & ~ADDRESS_TAG) - tensor.storage_offset() * tensor.element_size()
+
+
+def is_host(tensor) -> bool:
+    import torch
+    if not _host or not isinstance(tensor, torch.Tensor):
+        return False
+    key = _storage(tensor)
+    alive = _host.get(key)
+    if alive is not None and not alive:
+        del _host[key]  # every tensor on it is gone: the address may be reused
+    return bool(alive)
+
+
+def _mark(result) -> None:
+    import torch
+    for tensor in result if isinstance(result, (tuple, list)) else (result,):
+        if isinstance(tensor, torch.Tensor):
+            _host.setdefault(_storage(tensor), weakref.WeakSet()).add(tensor)
+
+
+def _names(device) -> str | None:
+    """"cuda", "cpu" or None for a device argument (None: not a device)."""
+    import torch
+    if isinstance(device, torch.device):
+        return device.type
+    if isinstance(device, int) and not isinstance(device, bool):
+        return "cuda"
+    if isinstance(device, str):
+        kind = device.split(":")[0].strip()
+        return kind if kind in ("cuda", "cpu") else None
+    return None
+
+
+def _tensors(values) -> list:
+    import torch
+    found = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            found += [v for v in value if isinstance(v, torch.Tensor)]
+    return found
+
+
+def after(func, args: tuple, kwargs: dict, result, by_submission: bool) -> None:
+    """Account for one torch call (its arguments as the submission gave
+    them, before CUDA was mapped to the CPU): raise the rule a GPU run
+    would break, and mark the host tensors it made."""
+    import torch
+    if not _host and not by_submission:
+        return  # the worker's own calls, with no host tensor anywhere: most calls
+    if func is torch.set_default_device:
+        if by_submission and args:
+            _default_cuda[0] = _names(args[0]) == "cuda"
+        return
+    if not isinstance(result, (torch.Tensor, tuple, list)) and func is not torch.Tensor.copy_:
+        return  # sizes, strides, dtypes...
+    inputs = _tensors(list(args) + list(kwargs.values()))
+    if func is torch.Tensor.copy_ and len(args) > 1 and by_submission:
+        if is_host(args[0]) != is_host(args[1]):
+            _refuse("cpu" if is_host(args[1]) else "cuda:0", "cpu" if is_host(args[0]) else "cuda:0")
+        return
+    named = _names(kwargs.get("device"))
+    if func in (torch.Tensor.to, torch.Tensor.cuda, torch.Tensor.cpu) and args:
+        if func is torch.Tensor.to:
+            named = named or next((_names(a) for a in args[1:] if _names(a)), None)
+            other = next((a for a in args[1:] if isinstance(a, torch.Tensor)), None)
+            if named is None and other is not None:
+                named = "cpu" if is_host(other) else "cuda"
+        elif func is torch.Tensor.cuda:
+            named = "cuda"
+        else:
+            named = "cpu"
+        source = "cpu" if is_host(args[0]) else "cuda"
+        if named is not None and named != source and by_submission:
+            _refuse("cpu" if source == "cpu" else "cuda:0", "cpu" if named == "cpu" else "cuda:0")
+        if (named == "cpu" and by_submission) or (named is None and source == "cpu"):
+            _mark(result)
+        return
+    if named == "cpu":
+        if by_submission:
+            _mark(result)
+    elif named is None:
+        if any(is_host(t) for t in inputs):
+            _mark(result)  # a view, clone or *_like of a host tensor
+        elif by_submission and not inputs and not _default_cuda[0] and isinstance(result, torch.Tensor):
+            _mark(result)  # made from nothing, on torch's default device: the host
+
+
+def check_launch(args: tuple, kwargs: dict) -> None:
+    """Triton's launcher on a GPU refuses a host tensor: so here."""
+    if not _host:
+        return
+    for index, value in enumerate(list(args) + list(kwargs.values())):
+        if is_host(value):
+            raise ValueError(f"Pointer argument (at {index}) cannot be accessed from Triton (cpu tensor?)")
+
+
+def _refuse(source: str, destination: str) -> None:
+    """A copy between the host and the GPU, in solve (at import the rules
+    do not apply on a GPU either)."""
+    from judge.worker import audit
+    from judge.worker.rules import SOLVING, RuleViolation
+    if not SOLVING[0]:
+        return
+    what = f"rule: no host round trip of the data: a copy from {source} to {destination} in solve"
+    audit.report(what)
+    raise RuleViolation(what)
