@@ -13,7 +13,8 @@ own binder reads the arguments' types and specialization, and its code
 generator builds the IR for the GPU the CPU mode describes (an H100, or a
 T4 for `judge check --gpu t4`), without lowering or launching anything
 (~40 ms a kernel). A CompilationError it raises is raised from the launch,
-as the GPU raises it.
+as the GPU raises it, and so is the RuntimeError Triton's JIT raises before
+it compiles, when the kernel refers to a function that is not Triton's.
 
 Under the interpreter every @triton.jit function is Triton's
 InterpretedFunction, which the code generator does not know: the kernel
@@ -109,8 +110,22 @@ def _checked(kernel, twin, args: tuple, kwargs: dict):
     bound, specialization, rest = binder(*args, **options)
     key = (id(kernel), repr(specialization), repr(sorted(rest.items())))
     if key not in _state["checked"]:
-        _state["checked"][key] = _front_end(twin, options, bound, specialization, rest)
+        _state["checked"][key] = _dependencies(twin) or _front_end(twin, options, bound, specialization, rest)
     return _state["checked"][key]
+
+
+def _dependencies(twin):
+    """The error a GPU's JIT raises before compiling, when it hashes what
+    the kernel refers to: a function that is not a Triton one (a plain
+    Python helper, numpy's). None when there is none."""
+    try:
+        twin.cache_key
+    except RuntimeError as exc:
+        said = str(exc)
+        if said.startswith("Unsupported function referenced") and "InterpretedFunction" not in said:
+            return exc
+        raise
+    return None
 
 
 def _from_the_interpreter(failure: BaseException) -> bool:

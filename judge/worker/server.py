@@ -110,6 +110,10 @@ def classify(exc: BaseException) -> str:
     if name in ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError",
                 "OutOfResources", "PTXASError"):
         return "compile_error"
+    # Triton's JIT, hashing what a kernel refers to before compiling it (a
+    # helper without @triton.jit, numpy in the body): the kernel's source refused.
+    if name == "RuntimeError" and text.startswith("unsupported function referenced"):
+        return "compile_error"
     return "runtime_error"
 
 
