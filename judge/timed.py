@@ -51,7 +51,7 @@ def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0,
         # the timed calls alone (judge.timecheck).
         size = run.reply_bytes(plan, len(seeds), with_inputs=False)
         reply, blobs, window_s = slot.worker.request_timed(
-            {"op": "time", "plan": plan, "seeds": seeds}, base,
+            {"op": "time", "plan": plan, "seeds": seeds, "retune": run.retune}, base,
             run.time_left(run.limits.case_timeout_s * 2), max_blob_bytes=size, share=run.shares(size),
             before_go=before_go)
     except (WorkerDied, ProtocolError) as exc:

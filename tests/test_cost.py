@@ -121,6 +121,23 @@ def test_the_first_torch_op_under_the_guard_imports_no_compiler():
     assert out.stdout.strip() == "False"
 
 
+def test_the_timed_sizes_keep_tritons_full_autotuner_benchmark_on_a_gpu_of_ones_own():
+    """Alone on its GPU, a grading's autotuner keeps its full benchmark on the
+    timed sizes (the config timed is chosen there); other cases, the large
+    correctness cases too, are cut short. Sharing the GPU (a batch's lanes),
+    every case is cut short and the timing chooses again."""
+    from judge.casework import Run
+    ch = challenges.load("matrix_multiplication")
+    alone = SimpleNamespace(challenge=ch, device="cuda", options=SimpleNamespace(gpu_lock=None))
+    full = [case.name for case in ch.all_cases() if Run.timed_sizes(alone, case)]
+    assert ch.performance.name in full and len(full) < len(ch.all_cases()) // 4
+    assert any(dict(c.dims) == {"M": 1000, "N": 1000, "K": 1000} for c in ch.functional)  # a large one, cut short
+    assert not Run.retune.fget(alone)
+    shared = SimpleNamespace(challenge=ch, device="cuda", options=SimpleNamespace(gpu_lock="/tmp/locks#0"))
+    assert Run.retune.fget(shared)
+    assert not Run.retune.fget(SimpleNamespace(device="cpu", options=SimpleNamespace(gpu_lock="/tmp/locks#0")))
+
+
 def test_a_timing_has_the_autotuners_choose_again():
     """Cases cut the autotuner's benchmark short and run beside other work;
     the timing, alone on the GPU, has every autotuner that chose a config

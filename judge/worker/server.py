@@ -319,7 +319,7 @@ class Worker:
         prepared = [buffers_mod.prepare(msg["plan"], seed, self.device) for seed in msg["seeds"]]
         steps = {"prepare": round(clock.monotonic() - began, 3)}
         began = clock.monotonic()
-        if self.device == "cuda":
+        if self.device == "cuda" and msg.get("retune"):
             # The autotuners choose again, now that the GPU is the timing's
             # alone, with Triton's own benchmark (judge.worker.autotune).
             from judge.worker import autotune
