@@ -158,6 +158,9 @@ def install(emulate_tf32: bool = True) -> None:
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
     _print_to_standard_output(interpreter.InterpreterBuilder)
+    # Programs that share memory without atomics race on a GPU: told here.
+    from judge.worker import races
+    races.install(interpreter.InterpreterBuilder)
     # What is not Triton in a kernel fails to compile on the GPU: here too.
     from judge.worker import frontend
     frontend.install(capability=90 if emulate_tf32 else 75)

@@ -260,6 +260,9 @@ class Worker:
         """Call solve once, under the rules; None on success, else the failure."""
         before = _launches
         failure = None
+        if self.device == "cpu":
+            from judge.worker import races
+            races.reset()
         try:
             with self.guard.armed():
                 self.solve(*args)
@@ -280,6 +283,10 @@ class Worker:
                 return {"status": "interpreter_too_slow", "message": slow}
         if failure:
             return failure
+        if self.device == "cpu" and races.found():
+            # Programs of one launch sharing memory without atomics: right under
+            # the interpreter, which runs them one by one; a GPU runs them at once.
+            return {"status": "wrong_answer", "message": races.found()}
         if _launches == before:
             return {"status": "rejected",
                     "message": "rule: solve must launch at least one Triton kernel, and it launched none"}

@@ -1,0 +1,110 @@
+"""CPU mode: programs of one launch that share memory without atomics.
+
+A GPU runs a launch's programs in parallel; Triton's interpreter runs them
+one after another. A kernel whose programs communicate through plain
+loads and stores is therefore right under the interpreter and wrong on a
+GPU, where what a program reads depends on timing: a sum accumulated with
+tl.store(out, tl.load(out) + part) instead of tl.atomic_add (on the H100,
+2562.6 for a sum of 524927.4), or one program publishing a statistic that
+the others read in the same launch. Such a file was accepted on the CPU.
+
+Here each launch's plain stores are recorded with the program that made
+them, and a plain load by another program of an address one of them
+stored is reported: the case is a wrong answer, as a GPU most likely makes
+it, with the programs and the fix named. A launch that uses atomics is
+left alone (the last-block pattern, where an atomic counter orders a
+final program's loads after the others' stores, is correct on a GPU).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_launch: dict = {"program": None, "stored": {}, "spans": [], "atomics": False}
+_found: list = []  # the first race of the current call, as a message
+
+
+def reset() -> None:
+    """Before each call of solve."""
+    _found.clear()
+
+
+def found() -> str | None:
+    return _found[0] if _found else None
+
+
+def install(builder) -> None:
+    """Watch the interpreter's launches, programs, loads, stores and atomics."""
+    set_dim, set_idx = builder.set_grid_dim, builder.set_grid_idx
+    load, store = builder.create_masked_load, builder.create_masked_store
+    rmw, cas = builder.create_atomic_rmw, builder.create_atomic_cas
+
+    def set_grid_dim(self, nx, ny, nz):
+        _launch.update(program=None, stored={}, spans=[], atomics=False)
+        return set_dim(self, nx, ny, nz)
+
+    def set_grid_idx(self, x, y, z):
+        _launch["program"] = (int(x), int(y), int(z))
+        return set_idx(self, x, y, z)
+
+    def create_masked_load(self, ptrs, mask, other, *rest, **more):
+        if _launch["stored"] and not _launch["atomics"] and not _found:
+            _check(ptrs.data, mask.data)
+        return load(self, ptrs, mask, other, *rest, **more)
+
+    def create_masked_store(self, ptrs, value, mask, *rest, **more):
+        if not _launch["atomics"]:
+            _record(ptrs.data, mask.data)
+        return store(self, ptrs, value, mask, *rest, **more)
+
+    def create_atomic_rmw(self, *args, **kwargs):
+        _launch["atomics"] = True
+        return rmw(self, *args, **kwargs)
+
+    def create_atomic_cas(self, *args, **kwargs):
+        _launch["atomics"] = True
+        return cas(self, *args, **kwargs)
+
+    builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
+    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
+    builder.create_atomic_rmw, builder.create_atomic_cas = create_atomic_rmw, create_atomic_cas
+
+
+def _addresses(ptrs, mask) -> np.ndarray:
+    ptrs = np.asarray(ptrs)
+    if mask is None:
+        return ptrs.ravel()
+    return ptrs[np.broadcast_to(np.asarray(mask, dtype=bool), ptrs.shape)]
+
+
+def _record(ptrs, mask) -> None:
+    addresses = _addresses(ptrs, mask)
+    if addresses.size == 0:
+        return
+    program = _launch["program"]
+    _launch["stored"].update(dict.fromkeys(addresses.tolist(), program))
+    low, high = int(addresses.min()), int(addresses.max())
+    spans = _launch["spans"]
+    if spans and low <= spans[-1][1] + 64 and high >= spans[-1][0] - 64:
+        spans[-1] = (min(low, spans[-1][0]), max(high, spans[-1][1]))
+    else:
+        spans.append((low, high))
+
+
+def _check(ptrs, mask) -> None:
+    addresses = _addresses(ptrs, mask)
+    if addresses.size == 0:
+        return
+    low, high = int(addresses.min()), int(addresses.max())
+    if not any(low <= end and start <= high for start, end in _launch["spans"]):
+        return  # another buffer than any stored to: inputs, mostly
+    stored, program = _launch["stored"], _launch["program"]
+    for address in stored.keys() & set(addresses.tolist()):
+        writer = stored[address]
+        if writer != program:
+            _found.append(
+                f"data race: program {program} of a launch loaded an address that program {writer} of the same "
+                "launch had written with a plain store. A GPU runs a launch's programs in parallel, so what is "
+                "read there depends on timing (Triton's interpreter runs them one by one, where it happens to come out "
+                "right); combine results with tl.atomic_add and friends, or in a second launch")
+            return
