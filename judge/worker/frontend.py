@@ -40,7 +40,7 @@ def install(capability: int = 90) -> bool:
     where Triton cannot make that backend here (kernels then run unchecked)."""
     from triton.runtime import interpreter
 
-    from judge.worker import host_tensors
+    from judge.worker import host_tensors, libdevice_cpu
     try:
         from triton.backends.compiler import GPUTarget
         from triton.compiler.compiler import make_backend
@@ -59,7 +59,8 @@ def install(capability: int = 90) -> bool:
         with lock:
             host_tensors.check_launch(args, kwargs)
             check(self, args, kwargs)
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            with libdevice_cpu.during_launch():  # after the check, which must see libdevice's stubs
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     def call(self, *args, **kwargs):
         # A @jit function called from a kernel: as Triton's own __call__,
