@@ -14,7 +14,7 @@ child, in the same Python as the submission, and may be patched by it.
     frontend   CPU mode: each launched kernel through the GPU compiler's front end
     host_tensors  CPU mode: the tensors a GPU run would hold on the host
     races      CPU mode: programs of one launch sharing memory without atomics
-    induction  CPU mode: a kernel's loop variable a Triton scalar, as on a GPU
+    kernel_rewrites  CPU mode: a kernel's loop variables and print() read as the GPU compiler reads them
     libdevice_cpu  CPU mode: libdevice's math functions for the interpreter
     cpu_cuda   CPU mode: the CUDA a GPU file names, answered
 

@@ -158,9 +158,9 @@ def install(emulate_tf32: bool = True) -> None:
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
     _print_to_standard_output(interpreter.InterpreterBuilder)
-    # A loop's variable is a Triton scalar, as the GPU compiler makes it.
-    from judge.worker import induction
-    induction.install()
+    # A loop's variable is a Triton scalar and print() is printf, as the GPU compiler reads them.
+    from judge.worker import kernel_rewrites
+    kernel_rewrites.install()
     # Programs that share memory without atomics race on a GPU: told here.
     from judge.worker import races
     races.install(interpreter.InterpreterBuilder)

@@ -1,4 +1,7 @@
-"""CPU mode: a kernel's loop variable is a Triton scalar, as on a GPU.
+"""CPU mode: a kernel's Python, rewritten where the interpreter and the GPU
+compiler read it differently.
+
+Loop variables.
 
 The GPU compiler turns `for i in range(lo, hi, step)` (or tl.range) into a
 loop whose variable is a scalar tensor (int32, int64 where the bounds need
@@ -9,15 +12,24 @@ the H100. Here the interpreter's rewrite of each kernel also wraps the
 iterator of every such loop, so that the variable is a scalar tensor of
 the same type. tl.static_range loops keep Python ints (a constexpr on the
 GPU too).
+
+print. The GPU compiler reads `print(...)` in a kernel as tl.device_print,
+printf to the process's standard output; the interpreter called Python's
+print, through sys.stdout, which solve can swap for a buffer and so read a
+block's values back. Here it writes to file descriptor 1, each block's
+values formatted by the worker (judge.worker.interpret does the same for
+tl.device_print).
 """
 
 from __future__ import annotations
 
 import ast
+import os
 
 import numpy as np
 
-WRAP = "__judge_loop_variables__"  # the wrapper's name in the kernel's globals
+WRAP = "__judge_loop_variables__"  # the wrappers' names in the kernel's globals
+PRINT = "__judge_kernel_print__"
 INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
@@ -32,12 +44,35 @@ def loop_variables(numbers: range):
         yield core.tensor(TensorHandle(np.array(number, dtype=np_kind), kind), kind)
 
 
-class _WrapRanges(ast.NodeTransformer):
+def kernel_print(*values, sep=" ", end="\n", **_ignored) -> None:
+    """print() in a kernel: to file descriptor 1, as a GPU's printf."""
+    write(1, (sep.join(format_value(v) for v in values) + end).encode())
+
+
+def format_value(value) -> str:
+    """A block's values by the worker's own formatting (numpy's printer and
+    a tensor's __str__ are the file's to replace); anything else by str."""
+    from triton.language import core
+    if isinstance(value, core.tensor):
+        return "[" + " ".join(repr(v) for v in ravel(value.handle.data).tolist()) + "]"
+    return str(value)
+
+
+write, ravel = os.write, np.ravel  # taken before the submission is imported
+
+
+class _Rewrite(ast.NodeTransformer):
     def visit_For(self, node: ast.For):
         self.generic_visit(node)
         call = node.iter
         if isinstance(node.target, ast.Name) and isinstance(call, ast.Call) and _is_range(call.func):
             node.iter = ast.Call(func=ast.Name(id=WRAP, ctx=ast.Load()), args=[call], keywords=[])
+        return node
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "print":
+            node.func = ast.Name(id=PRINT, ctx=ast.Load())
         return node
 
 
@@ -55,8 +90,10 @@ def install() -> None:
         return
 
     def _transform_ast(self, src):
-        tree = ast.fix_missing_locations(_WrapRanges().visit(original(self, src)))
-        self.fn.__globals__.setdefault(WRAP, loop_variables)  # where the rewritten kernel is run
+        tree = ast.fix_missing_locations(_Rewrite().visit(original(self, src)))
+        # Where the rewritten kernel is run (Triton adds its own names there too).
+        self.fn.__globals__.setdefault(WRAP, loop_variables)
+        self.fn.__globals__.setdefault(PRINT, kernel_print)
         return tree
 
     rewriter._transform_ast = _transform_ast
