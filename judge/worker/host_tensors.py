@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import weakref
 
+from judge.worker.gates import ADDRESS_TAG
+
 _host: dict[int, weakref.WeakSet] = {}  # storage address -> the live host tensors on it
 _default_cuda = [False]  # torch.set_default_device("cuda") by the submission
 
 
 def _storage(tensor) -> int:
-    from judge.worker.gates import ADDRESS_TAG
     # The address with the tag the submission's own code is shown cleared
     # (judge.worker.gates): the same whoever's frame is on the stack.
     return (tensor.data_ptr() & ~ADDRESS_TAG) - tensor.storage_offset() * tensor.element_size()
