@@ -362,3 +362,16 @@ def test_missing_challenges_dir_lists_nothing(tmp_path, monkeypatch):
     assert challenges.available() == []
     with pytest.raises(UsageError, match="none found"):
         challenges.load(NAME)
+
+
+def test_a_challenge_may_refuse_torch_copies_where_moving_data_is_the_job():
+    """[rules] in challenge.toml: matrix_copy and matrix_transpose refuse
+    torch's copies in solve; the others keep the rules every challenge has;
+    a refusal must say why (the message the student reads)."""
+    from judge.challenge_spec import Rules
+    for name in ("matrix_copy", "matrix_transpose"):
+        rules = challenges.load(name).rules
+        assert {"copy_", "clone", "_to_copy"} <= set(rules.refused_ops) and rules.why
+    assert challenges.load("matrix_multiplication").rules.refused_ops == []
+    with pytest.raises(pydantic.ValidationError):
+        Rules(refused_ops=["copy_"], why=" ")
