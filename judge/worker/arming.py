@@ -17,6 +17,16 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.buffers", "judge.worker.in
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda")
+# The CPU mode's parity with the GPU: what it patched into Triton's interpreter
+# decides verdicts (TF32, races, kernels compiled, host tensors).
+CPU_MODULES = ("judge.worker.frontend", "judge.worker.host_tensors", "judge.worker.races",
+               "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu")
+# What carries the worker's answers to the judge, below its own code: a file
+# that replaced them could rewrite the outputs on their way (the socket's
+# writer was replaced by one adding the inputs on the host: accepted).
+TRANSPORT = (("socket", "socket", ("sendall", "send", "sendmsg", "recv", "recv_into", "recvmsg")),
+             ("json", None, ("dumps", "loads")), ("struct", None, ("pack", "unpack")),
+             ("select", None, ("select",)))
 
 
 def _module_files(names) -> set[str]:
@@ -28,6 +38,38 @@ def _module_files(names) -> set[str]:
         if spec is not None and spec.origin:
             files.add(spec.origin)
     return files
+
+
+def own_callables(names) -> list[tuple[object, str]]:
+    """(owner, name) of every function and class these (imported) modules
+    define, and of the methods, static methods and properties of those
+    classes: the worker's own code, sealed whole rather than piece by piece."""
+    import inspect
+    pairs = []
+    for module_name in names:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        for name, value in list(vars(module).items()):
+            if getattr(value, "__module__", None) != module_name:
+                continue
+            if inspect.isfunction(value) or inspect.isclass(value):
+                pairs.append((module, name))
+            if inspect.isclass(value):
+                # (a classmethod is bound anew on every access: not sealable by identity)
+                pairs += [(value, key) for key, member in vars(value).items()
+                          if inspect.isfunction(member) or isinstance(member, (staticmethod, property))]
+    return pairs
+
+
+def transport() -> list[tuple[object, str]]:
+    import importlib
+    pairs = []
+    for module_name, cls, names in TRANSPORT:
+        owner = importlib.import_module(module_name)
+        owner = getattr(owner, cls) if cls else owner
+        pairs += [(owner, name) for name in names if hasattr(owner, name)]
+    return pairs
 
 
 def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> None:
@@ -57,5 +99,8 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
               (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
               (audit, "violations"), (audit, "report")]
     pairs += [(sys.modules["judge.worker.server"], "_take_streams")]
+    # The worker's own code whole, and what carries its answers.
+    pairs += own_callables(JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda"))
+    pairs += transport()
     audit.seal(pairs)
     audit.close_seal()

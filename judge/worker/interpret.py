@@ -167,3 +167,22 @@ def install(emulate_tf32: bool = True) -> None:
     # What is not Triton in a kernel fails to compile on the GPU: here too.
     from judge.worker import frontend
     frontend.install(capability=90 if emulate_tf32 else 75)
+
+
+def patched() -> list[tuple[object, str]]:
+    """What install() replaced in Triton's interpreter, for the seal
+    (judge.worker.arming): a file that put Triton's own back would undo the
+    TF32 emulation, the race watch, the print redirection or the kernels'
+    front-end check."""
+    from triton.runtime import autotuner, interpreter
+    builder = interpreter.InterpreterBuilder
+    pairs = [(builder, name) for name in ("create_dot", "create_fmul", "create_print", "create_masked_load",
+                                          "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
+                                          "set_grid_dim", "set_grid_idx")]
+    pairs += [(interpreter.InterpretedFunction, "run"), (interpreter.InterpretedFunction, "__call__"),
+              (autotuner.Autotuner, "_bench"), (autotuner.Autotuner, "check_disk_cache"),
+              (interpreter, "_patch_lang")]
+    rewriter = getattr(interpreter, "FunctionRewriter", None)
+    if rewriter is not None:
+        pairs.append((rewriter, "_transform_ast"))
+    return [(owner, name) for owner, name in pairs if hasattr(owner, name)]

@@ -13,6 +13,11 @@ iterator of every such loop, so that the variable is a scalar tensor of
 the same type. tl.static_range loops keep Python ints (a constexpr on the
 GPU too).
 
+tl.static_print. The GPU compiler prints its arguments while it compiles:
+a block's type, never its values. The interpreter called Python's print
+at run time, values and all, through sys.stdout. Here it prints what the
+compiler would, to file descriptor 1.
+
 print. The GPU compiler reads `print(...)` in a kernel as tl.device_print,
 printf to the process's standard output; the interpreter called Python's
 print, through sys.stdout, which solve can swap for a buffer and so read a
@@ -82,8 +87,26 @@ def _is_range(func) -> bool:
         (isinstance(func, ast.Attribute) and func.attr == "range")
 
 
+def static_print(*values, sep=" ", end="\n", **_ignored) -> None:
+    """tl.static_print under the interpreter: a block's type, as the GPU
+    compiler prints it, not its values."""
+    from triton.language import core
+    write(1, (sep.join(str(v.type) if isinstance(v, core.tensor) else str(v) for v in values) + end).encode())
+
+
 def install() -> None:
     from triton.runtime import interpreter
+    patch_lang = interpreter._patch_lang
+
+    def _patch_lang(fn):
+        # Triton's patches for a launch, then tl.static_print's (undone with them).
+        scope = patch_lang(fn)
+        from triton import language
+        for lang in (language, language.core):
+            scope.set_attr(lang, "static_print", static_print)
+        return scope
+
+    interpreter._patch_lang = _patch_lang
     rewriter = getattr(interpreter, "FunctionRewriter", None)
     original = getattr(rewriter, "_transform_ast", None)
     if original is None:  # another Triton: loop variables stay ints

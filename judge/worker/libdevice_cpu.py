@@ -1,6 +1,6 @@
 """CPU mode: libdevice's math functions for Triton's interpreter.
 
-`triton.language.extra.libdevice` is a module of stubs: the GPU compiler
+`triton.language.extra.libdevice` (and `.extra.cuda.libdevice`) hold stubs: the GPU compiler
 calls NVIDIA's libdevice function of the same name, and Triton's
 interpreter has nothing to call, so `libdevice.exp(x)` gave None and the
 kernel failed there (an honest softmax written with it got compile_error
@@ -72,21 +72,23 @@ def _implementation(numpy_fn, arity: int):
 _made: dict = {}
 
 
+MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")  # either may be imported
+
+
 @contextlib.contextmanager
 def during_launch():
     """libdevice's stubs replaced by numpy's functions for one launch."""
-    try:
-        from triton.language.extra import libdevice
-    except ImportError:  # another Triton: nothing to replace
-        yield
-        return
+    import sys
     if not _made:
         _made.update({name: _implementation(*spec) for name, spec in FUNCTIONS.items()})
-    kept = {name: libdevice.__dict__[name] for name in _made if name in libdevice.__dict__}
-    for name in kept:
-        setattr(libdevice, name, _made[name])
+    kept = []
+    for module in filter(None, (sys.modules.get(name) for name in MODULES)):
+        for name in _made:
+            if name in module.__dict__:
+                kept.append((module, name, module.__dict__[name]))
+                setattr(module, name, _made[name])
     try:
         yield
     finally:
-        for name, stub in kept.items():
-            setattr(libdevice, name, stub)
+        for module, name, stub in kept:
+            setattr(module, name, stub)

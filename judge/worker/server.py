@@ -107,8 +107,10 @@ def classify(exc: BaseException) -> str:
         return "memory_limit_exceeded"
     # Triton: CompilationError on GPU; the interpreter wraps the same semantic
     # errors in InterpreterError. OutOfResources: a config too big for the chip.
-    if name in ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError",
-                "OutOfResources", "PTXASError"):
+    # Along the class tree: Triton's own subclasses (UnsupportedLanguageConstruct...) count too.
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & {"CompilationError", "CompileTimeAssertionFailure", "InterpreterError", "OutOfResources",
+                "PTXASError"}:
         return "compile_error"
     # Triton's JIT, hashing what a kernel refers to before compiling it (a
     # helper without @triton.jit, numpy in the body): the kernel's source refused.
@@ -205,6 +207,9 @@ class Worker:
         module = importlib.util.module_from_spec(spec)
         self.guard.bind(module.__dict__, globals())
         from judge.worker import arming
+        if self.device == "cpu":
+            from judge.worker import interpret
+            sealed = list(sealed) + interpret.patched()
         arming.arm(os.path.abspath(path), self.guard, trusted, sealed, os.dup(self.sock.fileno()))
 
         source = open(path, encoding="utf-8", errors="replace").read()
