@@ -200,3 +200,23 @@ def test_the_operator_guard_fences_torch_work_during_a_timed_call(monkeypatch):
         rules.fence(None)
     assert guard.violation is None
     assert side.waited and all(w is timer for w in side.waited)
+
+
+def test_the_seal_on_the_workers_own_code_reads_the_same_object_twice():
+    """The worker seals every function, class and method of its own modules
+    and what carries its answers (judge.worker.arming), and a seal compares
+    identities: an attribute that yields a new object on each access (a
+    classmethod, bound anew) would reject every file. All the modules a CPU
+    or GPU worker imports are imported here."""
+    import importlib
+
+    from judge.worker import arming
+    names = arming.JUDGE_MODULES + arming.CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda")
+    for name in names:
+        importlib.import_module(name)
+    pairs = arming.own_callables(names) + arming.transport()
+    assert len(pairs) > 100
+    owners = {getattr(owner, "__name__", "") for owner, _ in pairs}
+    assert {"judge.protocol", "judge.worker.server", "judge.worker.races", "socket"} <= owners
+    for owner, name in pairs:
+        assert getattr(owner, name) is getattr(owner, name), (owner, name)
