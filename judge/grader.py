@@ -371,6 +371,10 @@ def _summary(verdict: Verdict, results: list[CaseResult], load_message: str) -> 
         return f"all {ran} cases run passed{extra}"
     first = next((r for r in results if r.status == verdict.value), None)
     if first is None:
+        slow = next((r for r in results if r.status == "skipped" and r.message.startswith("not run on CPU")), None)
+        if verdict is Verdict.INTERNAL_ERROR and slow is not None:
+            # Nothing was judged: the interpreter's speed, not the file's fault nor a verdict on it.
+            return f"not judged: no case could run under Triton's interpreter (case {slow.name}: {slow.message})"
         return verdict.describe
     return f"case {first.name} ({first.shape}): {first.message}"
 
