@@ -98,8 +98,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),
               (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
               (audit, "violations"), (audit, "report")]
-    pairs += [(sys.modules["judge.worker.server"], "_take_streams")]
-    # The worker's own code whole, and what carries its answers.
+    # The worker's own code whole (judge.worker.server._take_streams among it), and what carries its answers.
     pairs += own_callables(JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda"))
     pairs += transport()
     audit.seal(pairs)

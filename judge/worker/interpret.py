@@ -29,7 +29,6 @@ every config is taken to cost the same, so the first (valid) config runs.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -97,16 +96,15 @@ def _print_to_standard_output(builder) -> None:
     The interpreter printed through Python's print and numpy's formatting,
     both of which the file can replace (sys.stdout swapped for a buffer,
     a numpy formatter called with every value): a host round trip of the
-    data. Here the values are formatted by the worker's own code and
+    data. Here the values are formatted by the worker's own code
+    (judge.worker.kernel_rewrites, which does the same for print()) and
     written to file descriptor 1 directly."""
-    write, flat = os.write, np.ravel
+    from judge.worker.kernel_rewrites import block_text, write
 
     def create_print(self, prefix, hex, values, isSigned):
         head = f"({self.grid_idx[0]}, {self.grid_idx[1]}, {self.grid_idx[2]})" + (f" {prefix}" if prefix else "")
         for value in values:
-            items = flat(value.data).tolist()
-            text = " ".join(f"0x{int(v):02x}" if hex else repr(v) for v in items)
-            write(1, f"{head} [{text}]\n".encode())
+            write(1, f"{head} {block_text(value.data, hex)}\n".encode())
 
     builder.create_print = create_print
 

@@ -55,12 +55,17 @@ def kernel_print(*values, sep=" ", end="\n", **_ignored) -> None:
 
 
 def format_value(value) -> str:
-    """A block's values by the worker's own formatting (numpy's printer and
-    a tensor's __str__ are the file's to replace); anything else by str."""
+    """A block's values by the worker's own formatting; anything else by str."""
     from triton.language import core
-    if isinstance(value, core.tensor):
-        return "[" + " ".join(repr(v) for v in ravel(value.handle.data).tolist()) + "]"
-    return str(value)
+    return block_text(value.handle.data) if isinstance(value, core.tensor) else str(value)
+
+
+def block_text(data, hex: bool = False) -> str:
+    """A block's values as a kernel's print shows them, formatted by the
+    worker's own code (numpy's printer and a tensor's __str__ are the
+    file's to replace: they would hand it every value). Also
+    tl.device_print's (judge.worker.interpret)."""
+    return "[" + " ".join(f"0x{int(v):02x}" if hex else repr(v) for v in ravel(data).tolist()) + "]"
 
 
 write, ravel = os.write, np.ravel  # taken before the submission is imported
