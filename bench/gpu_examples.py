@@ -1,7 +1,12 @@
 """Grade every example submission, and the GPU-only boundary fixtures, on the
 GPU and record the results.
 
-    python bench/gpu_examples.py --out DIR [--only PATTERN]
+    python bench/gpu_examples.py --out DIR [--only PATTERN] [--fixtures] [--parallel N] [--no-time]
+
+--fixtures adds the boundary fixtures the CPU suite grades (tests/fixtures/*.py):
+CPU and GPU verdicts must agree, so each must get the same verdict here.
+--parallel N grades N files at once (verdicts only: use it with --no-time,
+since gradings sharing a GPU disturb each other's latency).
 
 Writes DIR/gpu_examples.json (verdicts, per-case statuses, latency, device,
 versions) and DIR/gpu_examples.md (a table), and compares each verdict with
@@ -15,6 +20,7 @@ import argparse
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,6 +49,9 @@ def main() -> int:
     ap.add_argument("--merge", type=Path, nargs="*", default=[],
                     help="earlier gpu_examples.json files whose records come first in the output")
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--fixtures", action="store_true", help="also the CPU suite's fixtures (tests/fixtures/*.py)")
+    ap.add_argument("--parallel", type=int, default=1, help="files graded at once")
+    ap.add_argument("--no-time", dest="time", action="store_false", help="verdicts only, no timing")
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
     # Example submissions, then the GPU-only fixtures of the boundary tests.
@@ -52,29 +61,35 @@ def main() -> int:
         for record in json.loads(earlier.read_text()):
             records.append(record)
             rows.append(_row(record))
-    for path, golden in expected.items():
-        wanted = golden.verdict
-        if ns.only not in path or (ns.exclude and ns.exclude in path):
-            continue
+    if ns.fixtures:
+        expected.update({g.relative(): g for g in goldens.read(ROOT / "tests" / "fixtures")})
+    chosen = [(path, golden) for path, golden in expected.items()
+              if ns.only in path and not (ns.exclude and ns.exclude in path)]
+
+    def one(item):
+        path, golden = item
         t0 = time.monotonic()
         # The hanging fixtures get a short case limit; the examples, the defaults.
         limits = Limits(case_timeout_s=10) if "hang" in path or "infinite" in path else Limits()
         result = grade(ROOT / path, GradeOptions(challenge=golden.challenge, device="cuda", seed=ns.seed,
-                                                 limits=limits))
-        wall = time.monotonic() - t0
-        ok = result.verdict.value == wanted
-        mismatched += not ok
-        first = next((c for c in result.cases if c.status not in ("accepted", "skipped", "not_run")), None)
-        record = json.loads(result.model_dump_json())
-        record.update(expected=wanted, matches=ok, wall_s=round(wall, 2), stdout=record["stdout"][:2000],
-                      stderr=record["stderr"][:2000])
-        records.append(record)
-        record.update(path=path, first_failing=f"{first.name}: {first.message[:80]}" if first else "")
-        rows.append(_row(record))
-        lat = f"{result.latency_ms:.3f}" if result.latency_ms else "–"
-        print(f"{path:40s} expected {wanted:22s} got {result.verdict.value:22s} latency {lat:>8s} ms "
-              f"wall {wall:5.1f} s {'' if ok else '  <-- MISMATCH'}", flush=True)
-        (ns.out / "gpu_examples.json").write_text(json.dumps(records, indent=1))
+                                                 limits=limits, time=ns.time))
+        return path, golden.verdict, result, time.monotonic() - t0
+
+    with ThreadPoolExecutor(max_workers=max(1, ns.parallel)) as pool:
+        for path, wanted, result, wall in pool.map(one, chosen):
+            ok = result.verdict.value == wanted
+            mismatched += not ok
+            first = next((c for c in result.cases if c.status not in ("accepted", "skipped", "not_run")), None)
+            record = json.loads(result.model_dump_json())
+            record.update(expected=wanted, matches=ok, wall_s=round(wall, 2), stdout=record["stdout"][:2000],
+                          stderr=record["stderr"][:2000])
+            records.append(record)
+            record.update(path=path, first_failing=f"{first.name}: {first.message[:80]}" if first else "")
+            rows.append(_row(record))
+            lat = f"{result.latency_ms:.3f}" if result.latency_ms else "–"
+            print(f"{path:40s} expected {wanted:22s} got {result.verdict.value:22s} latency {lat:>8s} ms "
+                  f"wall {wall:5.1f} s {'' if ok else '  <-- MISMATCH'}", flush=True)
+            (ns.out / "gpu_examples.json").write_text(json.dumps(records, indent=1))
     head = records[0] if records else {}
     md = ["# Example submissions graded on the GPU", "",
           f"- date: {head.get('started_at')}", f"- device: {head.get('device_name')}",
