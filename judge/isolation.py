@@ -152,7 +152,12 @@ KILLS = KillGate()
 
 
 def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
-    return _SPAWNER.submit(subprocess.Popen, cmd, **kwargs).result()
+    def start() -> subprocess.Popen:
+        with reaper.spawning():  # registered before any reap can see it
+            proc = subprocess.Popen(cmd, **kwargs)
+            reaper.started(proc.pid)
+            return proc
+    return _SPAWNER.submit(start).result()
 
 
 class WorkerProcess:
@@ -225,7 +230,6 @@ class WorkerProcess:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(child_sock.fileno(),),
             start_new_session=True,
         )
-        reaper.started(self.proc.pid)
         child_sock.close()
         self.sock = parent_sock
         self.stdout = CappedStream(self.proc.stdout, self.limits.output_cap_bytes)

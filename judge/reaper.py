@@ -23,7 +23,10 @@ import threading
 from . import procfs
 
 PR_SET_CHILD_SUBREAPER = 36
-_lock = threading.Lock()
+# Held across a worker's start and its registration (spawning()), and across
+# a scan for orphans: a worker forked by one grading but not yet registered
+# would otherwise look like an orphan to another grading's reap, and die.
+_lock = threading.RLock()
 _known: set[int] = set()  # the pids of live workers (direct children the judge started)
 _subreaper: bool | None = None
 
@@ -39,6 +42,11 @@ def become_subreaper() -> bool:
         except (OSError, AttributeError):
             _subreaper = False
     return _subreaper
+
+
+def spawning():
+    """Hold while starting a worker and calling started() with its pid."""
+    return _lock
 
 
 def started(pid: int) -> None:
@@ -65,9 +73,8 @@ def _children() -> list[tuple[int, int, str]]:
 def orphans() -> list[int]:
     """Children of the judge that it did not start: reparented orphans."""
     mine = os.getsid(0)
-    with _lock:
-        known = set(_known)
-    return [pid for pid, sid, _ in _children() if sid != mine and pid not in known]
+    with _lock:  # no worker starts between the scan and the check
+        return [pid for pid, sid, _ in _children() if sid != mine and pid not in _known]
 
 
 def reap(rounds: int = 20) -> int:

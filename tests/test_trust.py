@@ -108,10 +108,12 @@ def test_timecheck_rejects_a_report_longer_than_the_window():
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 @pytest.mark.parametrize("name, honest", [("submissions/correct/grid_2d.py", True),
                                           ("tests/fixtures/gpu/lying_event_timer.py", False),
-                                          ("tests/fixtures/gpu/lying_timing_module.py", False)])
+                                          ("tests/fixtures/gpu/lying_timing_module.py", None)])
 def test_timecheck_on_the_gpu(name, honest):
     """The three-step timing request and the judge's own harness cost on the
-    H100: an honest kernel fits, a timer reporting 1/1000 does not."""
+    H100: an honest kernel fits, a timer reporting 1/1000 does not. (A file
+    that patches the worker's own timing code is refused on its load: the
+    worker's modules are imported and sealed before the file runs.)"""
     from judge import cases as case_data
     from judge.challenge import load as load_challenge
     root = Path(__file__).resolve().parent.parent
@@ -122,6 +124,9 @@ def test_timecheck_on_the_gpu(name, honest):
     with WorkerProcess(root / name, "cuda", Limits()) as worker:
         reply, _ = worker.request({"op": "load", "path": str(worker.scratch / "submission.py"), "device": "cuda",
                                    "arity": 6}, 120, 0)
+        if honest is None:
+            assert reply["status"] == "rejected" and "judge.timing" in reply["message"], reply
+            return
         assert reply["status"] == "ok", reply
         reply, blobs, window = worker.request_timed({"op": "time", "plan": plan, "seeds": seeds}, 777, 300,
                                                    max_blob_bytes=1 << 34)
@@ -220,3 +225,39 @@ def test_the_seal_on_the_workers_own_code_reads_the_same_object_twice():
     assert {"judge.protocol", "judge.worker.server", "judge.worker.races", "socket"} <= owners
     for owner, name in pairs:
         assert getattr(owner, name) is getattr(owner, name), (owner, name)
+
+
+def test_a_worker_being_started_is_never_taken_for_an_orphan():
+    """One grading starts workers while another reaps (a batch lane starts
+    the next file's workers while the current file's close): a worker
+    forked but not yet registered must not be killed as an orphan. It was,
+    about one grading in ten with six gradings side by side in one process
+    (an honest file read 'the process was killed by SIGKILL' on its load)."""
+    import subprocess
+    import threading
+
+    from judge import isolation
+    reaper.become_subreaper()
+    stop = threading.Event()
+
+    def reap_all_the_time():
+        while not stop.is_set():
+            reaper.reap()
+
+    reaping = threading.Thread(target=reap_all_the_time, daemon=True)
+    reaping.start()
+    started = []
+    try:
+        for _ in range(40):
+            started.append(isolation._popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                                            stdin=subprocess.DEVNULL, start_new_session=True))
+        time.sleep(0.3)
+        killed = [p.pid for p in started if p.poll() is not None]
+    finally:
+        stop.set()
+        reaping.join(10)
+        for proc in started:
+            proc.kill()
+            proc.wait()
+            reaper.finished(proc.pid)
+    assert not killed, f"workers killed as orphans while starting: {killed}"

@@ -20,7 +20,7 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.host_tensors", "judge.worker.races",
-               "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu")
+               "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu", "judge.worker.interpreter_state")
 # What carries the worker's answers to the judge, below its own code: a file
 # that replaced them could rewrite the outputs on their way (the socket's
 # writer was replaced by one adding the inputs on the host: accepted).
@@ -41,13 +41,20 @@ def _module_files(names) -> set[str]:
 
 
 def own_callables(names) -> list[tuple[object, str]]:
-    """(owner, name) of every function and class these (imported) modules
-    define, and of the methods, static methods and properties of those
-    classes: the worker's own code, sealed whole rather than piece by piece."""
+    """(owner, name) of every function and class these modules define, and
+    of the methods, static methods and properties of those classes: the
+    worker's own code, sealed whole rather than piece by piece. Each is
+    imported first: one the worker imports later (judge.timing, on its
+    first timing request) would otherwise be the file's to patch before
+    then."""
+    import importlib
     import inspect
     pairs = []
     for module_name in names:
-        module = sys.modules.get(module_name)
+        if module_name.endswith(".__main__"):  # the running entry point: sys.modules["__main__"]
+            module = sys.modules.get(module_name)
+        else:
+            module = importlib.import_module(module_name)
         if module is None:
             continue
         for name, value in list(vars(module).items()):
@@ -100,6 +107,9 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
               (audit, "violations"), (audit, "report")]
     # The worker's own code whole (judge.worker.server._take_streams among it), and what carries its answers.
     pairs += own_callables(JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda"))
+    # The CPU mode's record of the interpreter (immutable, but its name could be rebound).
+    from judge.worker import interpreter_state
+    pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_MISSING", "_UNSETTABLE")]
     pairs += transport()
     audit.seal(pairs)
     audit.close_seal()

@@ -28,19 +28,16 @@ before.
 from __future__ import annotations
 
 import contextlib
-import threading
 import types
 
 _state: dict = {}  # target, backend, cache of checked specializations
 
 
 def install(capability: int = 90) -> bool:
-    """Check every interpreted launch (its tensors: judge.worker.host_tensors;
-    its kernel: the front end for a GPU of this compute capability); False
-    where Triton cannot make that backend here (kernels then run unchecked)."""
-    from triton.runtime import interpreter
-
-    from judge.worker import host_tensors, libdevice_cpu
+    """Make the front end for a GPU of this compute capability, which
+    check() runs before every interpreted launch (judge.worker.interpret);
+    False where Triton cannot make that backend here (kernels then run
+    unchecked)."""
     try:
         from triton.backends.compiler import GPUTarget
         from triton.compiler.compiler import make_backend
@@ -49,36 +46,6 @@ def install(capability: int = 90) -> bool:
     except Exception:  # noqa: BLE001 - a Triton without the NVIDIA backend: kernels unchecked
         target = backend = None
     _state.update(target=target, backend=backend, checked={}, twins={}, modules={})
-    original = interpreter.InterpretedFunction.run
-    lock = threading.RLock()
-
-    def run(self, *args, grid, warmup, **kwargs):
-        # One launch at a time: the check swaps tl.tensor's methods for a
-        # moment, and the interpreter itself patches triton.language for
-        # the length of a launch.
-        with lock:
-            host_tensors.check_launch(args, kwargs)
-            check(self, args, kwargs)
-            with libdevice_cpu.during_launch():  # after the check, which must see libdevice's stubs
-                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-    def call(self, *args, **kwargs):
-        # A @jit function called from a kernel: as Triton's own __call__,
-        # but its patches of triton.language are undone when it returns
-        # (Triton's leave them in place for the process's life, and the
-        # front end would then compile against the interpreter's versions).
-        scope = interpreter._patch_lang(self.fn)
-        try:
-            fn = self.rewrite()
-            try:
-                return fn(*args, **kwargs)
-            except Exception as e:
-                raise interpreter.InterpreterError(repr(e)) from e
-        finally:
-            scope.restore()
-
-    interpreter.InterpretedFunction.run = run
-    interpreter.InterpretedFunction.__call__ = call
     return backend is not None
 
 

@@ -165,22 +165,45 @@ def install(emulate_tf32: bool = True) -> None:
     # What is not Triton in a kernel fails to compile on the GPU: here too.
     from judge.worker import frontend
     frontend.install(capability=90 if emulate_tf32 else 75)
+    _check_launches(interpreter)
 
 
-def patched() -> list[tuple[object, str]]:
-    """What install() replaced in Triton's interpreter, for the seal
-    (judge.worker.arming): a file that put Triton's own back would undo the
-    TF32 emulation, the race watch, the print redirection or the kernels'
-    front-end check."""
-    from triton.runtime import autotuner, interpreter
-    builder = interpreter.InterpreterBuilder
-    pairs = [(builder, name) for name in ("create_dot", "create_fmul", "create_print", "create_masked_load",
-                                          "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
-                                          "set_grid_dim", "set_grid_idx")]
-    pairs += [(interpreter.InterpretedFunction, "run"), (interpreter.InterpretedFunction, "__call__"),
-              (autotuner.Autotuner, "_bench"), (autotuner.Autotuner, "check_disk_cache"),
-              (interpreter, "_patch_lang")]
-    rewriter = getattr(interpreter, "FunctionRewriter", None)
-    if rewriter is not None:
-        pairs.append((rewriter, "_transform_ast"))
-    return [(owner, name) for owner, name in pairs if hasattr(owner, name)]
+def _check_launches(interpreter) -> None:
+    """Every interpreted launch: on the interpreter as the worker set it up
+    (judge.worker.interpreter_state), its tensors checked (no host memory:
+    judge.worker.host_tensors), its kernel through the GPU compiler's front
+    end (judge.worker.frontend), libdevice computed on the host."""
+    import threading
+
+    from judge.worker import frontend, host_tensors, interpreter_state, libdevice_cpu
+    original = interpreter.InterpretedFunction.run
+    lock = threading.RLock()
+
+    def run(self, *args, grid, warmup, **kwargs):
+        # One launch at a time: the check swaps tl.tensor's methods for a
+        # moment, and the interpreter itself patches triton.language for
+        # the length of a launch.
+        with lock:
+            interpreter_state.restore()
+            host_tensors.check_launch(args, kwargs)
+            frontend.check(self, args, kwargs)
+            with libdevice_cpu.during_launch():  # after the check, which must see libdevice's stubs
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    def call(self, *args, **kwargs):
+        # A @jit function called from a kernel: as Triton's own __call__,
+        # but its patches of triton.language are undone when it returns
+        # (Triton's leave them in place for the process's life, and the
+        # front end would then compile against the interpreter's versions).
+        scope = interpreter._patch_lang(self.fn)
+        try:
+            fn = self.rewrite()
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                raise interpreter.InterpreterError(repr(e)) from e
+        finally:
+            scope.restore()
+
+    interpreter.InterpretedFunction.run = run
+    interpreter.InterpretedFunction.__call__ = call

@@ -10,8 +10,10 @@ the others read in the same launch. Such a file was accepted on the CPU.
 
 Here each launch's plain stores are recorded with the program that made
 them, and a plain load by another program of an address one of them
-stored is reported: the case is a wrong answer, as a GPU most likely makes
-it, with the programs and the fix named. A launch that uses atomics is
+stored stops the launch with RaceFound: the case is a wrong answer, as a
+GPU most likely makes it, with the programs and the fix named. It is
+raised, not recorded for later: a record in the worker's Python would be
+the file's to erase once its launch returned. A launch that uses atomics is
 left alone (the last-block pattern, where an atomic counter orders a
 final program's loads after the others' stores, is correct on a GPU).
 """
@@ -21,16 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 _launch: dict = {"program": None, "stored": {}, "spans": [], "atomics": False}
-_found: list = []  # the first race of the current call, as a message
 
 
-def reset() -> None:
-    """Before each call of solve."""
-    _found.clear()
-
-
-def found() -> str | None:
-    return _found[0] if _found else None
+class RaceFound(BaseException):
+    """A program read what another program of its launch stored plainly.
+    A BaseException, so that Triton's own `except Exception` passes it on;
+    a file that catches it has its launch stopped all the same."""
 
 
 def install(builder) -> None:
@@ -48,7 +46,7 @@ def install(builder) -> None:
         return set_idx(self, x, y, z)
 
     def create_masked_load(self, ptrs, mask, other, *rest, **more):
-        if _launch["stored"] and not _launch["atomics"] and not _found:
+        if _launch["stored"] and not _launch["atomics"]:
             _check(ptrs.data, mask.data)
         return load(self, ptrs, mask, other, *rest, **more)
 
@@ -102,9 +100,8 @@ def _check(ptrs, mask) -> None:
     for address in stored.keys() & set(addresses.tolist()):
         writer = stored[address]
         if writer != program:
-            _found.append(
+            raise RaceFound(
                 f"data race: program {program} of a launch loaded an address that program {writer} of the same "
                 "launch had written with a plain store. A GPU runs a launch's programs in parallel, so what is "
                 "read there depends on timing (Triton's interpreter runs them one by one, where it happens to come out "
                 "right); combine results with tl.atomic_add and friends, or in a second launch")
-            return

@@ -208,8 +208,10 @@ class Worker:
         self.guard.bind(module.__dict__, globals())
         from judge.worker import arming
         if self.device == "cpu":
-            from judge.worker import interpret
-            sealed = list(sealed) + interpret.patched()
+            # What the file does to the interpreter is undone before each
+            # launch, as a GPU (which never runs it) ignores it.
+            from judge.worker import interpreter_state
+            interpreter_state.record()
         arming.arm(os.path.abspath(path), self.guard, trusted, sealed, os.dup(self.sock.fileno()))
 
         source = open(path, encoding="utf-8", errors="replace").read()
@@ -265,9 +267,6 @@ class Worker:
         """Call solve once, under the rules; None on success, else the failure."""
         before = _launches
         failure = None
-        if self.device == "cpu":
-            from judge.worker import races
-            races.reset()
         try:
             with self.guard.armed():
                 self.solve(*args)
@@ -278,6 +277,12 @@ class Worker:
             failure = {"status": "runtime_error", "message": f"solve called exit({exc.code!r})"}
         except BaseException as exc:  # noqa: BLE001
             failure = {"status": classify(exc), "message": _short_traceback(exc)}
+            if self.device == "cpu":
+                from judge.worker import races
+                if isinstance(exc, races.RaceFound):
+                    # Programs of one launch sharing memory without atomics: right under
+                    # the interpreter, which runs them one by one; a GPU runs them at once.
+                    failure = {"status": "wrong_answer", "message": str(exc)}
         broken = _violations()
         if self.guard.violation or broken:
             return {"status": "rejected", "message": broken[0] if broken else self.guard.violation}
@@ -288,10 +293,6 @@ class Worker:
                 return {"status": "interpreter_too_slow", "message": slow}
         if failure:
             return failure
-        if self.device == "cpu" and races.found():
-            # Programs of one launch sharing memory without atomics: right under
-            # the interpreter, which runs them one by one; a GPU runs them at once.
-            return {"status": "wrong_answer", "message": races.found()}
         if _launches == before:
             return {"status": "rejected",
                     "message": "rule: solve must launch at least one Triton kernel, and it launched none"}

@@ -1,0 +1,89 @@
+"""The CPU mode's Triton interpreter, put back as the worker set it up before
+every launch.
+
+A GPU never runs Triton's interpreter, so whatever a file does to it changes
+nothing there. Under the CPU mode the same change decides what a kernel
+computes: a subtraction taught to add (InterpreterBuilder.create_fsub made
+create_fadd), numpy's minimum made its maximum (the interpreter computes
+tl.minimum with it), the worker's own TF32 emulation or race watch replaced
+by Triton's originals. Each made a wrong kernel pass on the CPU that fails on
+the H100. Refusing such a file instead would give it two verdicts: the GPU
+judges its kernel.
+
+So before the file is imported the worker records the interpreter as it set
+it up (its own patches in place): the members of every class of
+triton.runtime.interpreter, that module's globals, the native interpreter's
+functions, numpy's, and the methods of the interpreter's builder instance.
+Before each launch it puts back any that changed. Nothing of the file runs
+between that and the end of the launch (a kernel's body is checked by the
+GPU compiler's front end first: judge.worker.frontend), so every kernel runs
+on the interpreter the judge made, as every kernel on a GPU runs on the
+compiler Triton made.
+"""
+
+from __future__ import annotations
+
+import types
+
+_MISSING = object()
+_UNSETTABLE = frozenset({"__dict__", "__weakref__"})
+# (owner, its members as recorded, exact): an exact owner also loses members
+# added since (a class: an added method would shadow a base's); a module
+# keeps them (nothing of the interpreter reads a name it did not have).
+# Immutable, and sealed once recorded (judge.worker.arming): the file can
+# neither edit the record nor swap it.
+_recorded: tuple = ()
+_builder: tuple = ()  # (the builder instance, its own attributes as recorded)
+
+
+def _owners() -> list[tuple[object, bool]]:
+    import numpy
+    from triton._C.libtriton import interpreter as native
+    from triton.runtime import interpreter
+    classes = [value for value in vars(interpreter).values()
+               if isinstance(value, type) and value.__module__ == interpreter.__name__]
+    return [(interpreter, False), (native, False), (numpy, False)] + [(cls, True) for cls in classes]
+
+
+def record() -> None:
+    """Take the interpreter as it is now as the one every launch runs on."""
+    global _recorded, _builder
+    from triton.runtime import interpreter
+    _recorded = tuple((owner, types.MappingProxyType(dict(vars(owner))), exact) for owner, exact in _owners())
+    builder = interpreter.interpreter_builder
+    _builder = (builder, types.MappingProxyType(dict(vars(builder))))
+
+
+def restore() -> list[str]:
+    """Put back what changed since record(); returns what was put back
+    (qualified names, for diagnosis)."""
+    changed = []
+    for owner, members, exact in _recorded:
+        current = vars(owner)
+        if exact:
+            for name in [n for n in current if n not in members and n not in _UNSETTABLE]:
+                delattr(owner, name)
+                changed.append(_name(owner, name))
+        for name, value in members.items():
+            if name not in _UNSETTABLE and current.get(name, _MISSING) is not value:
+                setattr(owner, name, value)
+                changed.append(_name(owner, name))
+    if _builder:
+        # The builder's state (grid, options) is its own to change; a method
+        # set on the instance shadows the class's, and is taken away.
+        builder, members = _builder
+        cls = type(builder)
+        for name, value in list(vars(builder).items()):
+            if members.get(name, _MISSING) is value:
+                continue
+            if name in members and callable(members[name]):
+                setattr(builder, name, members[name])
+                changed.append(_name(builder, name))
+            elif name not in members and hasattr(cls, name):
+                delattr(builder, name)
+                changed.append(_name(builder, name))
+    return changed
+
+
+def _name(owner, name: str) -> str:
+    return f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
