@@ -1,7 +1,7 @@
 """Grade every example submission, and the GPU-only boundary fixtures, on the
 GPU and record the results.
 
-    python bench/gpu_examples.py --out DIR [--only PATTERN] [--fixtures] [--parallel N] [--no-time]
+    python bench/gpu_examples.py --out DIR [--only PATTERN ...] [--fixtures] [--parallel N] [--no-time]
 
 --fixtures adds the boundary fixtures the CPU suite grades (tests/fixtures/*.py):
 CPU and GPU verdicts must agree, so each must get the same verdict here.
@@ -44,7 +44,7 @@ def _row(record: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--only", default="", help="grade only paths containing this")
+    ap.add_argument("--only", nargs="*", default=[""], help="grade only paths containing one of these")
     ap.add_argument("--exclude", default=None, help="skip paths containing this")
     ap.add_argument("--merge", type=Path, nargs="*", default=[],
                     help="earlier gpu_examples.json files whose records come first in the output")
@@ -64,7 +64,7 @@ def main() -> int:
     if ns.fixtures:
         expected.update({g.relative(): g for g in goldens.read(ROOT / "tests" / "fixtures")})
     chosen = [(path, golden) for path, golden in expected.items()
-              if ns.only in path and not (ns.exclude and ns.exclude in path)]
+              if any(o in path for o in ns.only) and not (ns.exclude and ns.exclude in path)]
 
     def one(item):
         path, golden = item

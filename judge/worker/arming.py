@@ -82,9 +82,17 @@ def transport() -> list[tuple[object, str]]:
 def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> None:
     """The permanent audit hook (judge.worker.audit), and the seal on the
     guard's code and constants, the launch wrappers and the reporting path."""
+    import importlib
+
     import torch
 
     from judge.worker import audit, gates, printing, rules
+    # The worker's own modules, all of them, before the audit hook (which
+    # makes every import slower) and before the seal (judge.timing was
+    # imported on the first timing request: until then the file's to patch).
+    for name in JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda"):
+        if not name.endswith(".__main__"):
+            importlib.import_module(name)
     printing.install()  # a printed tensor shows its shape, not its values
     audit.install(path, trusted | {rules.Guard.inside_triton.__code__}, reply_fd=reply_fd)
     from judge.leetgpu import generation
