@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     from judge.worker import tritonkey, warmup
     tritonkey.install()  # the judge's hash of Triton's files: not computed again here
     warmup.warm(ns.device)  # before any request: nothing of a submission has run
+    from judge.worker import arming
+    arming.import_own_modules()  # sealed on the load, before the file runs
     # Where a worker's start went (reported with its load: a diagnosis only).
     startup = {"import_s": round(imported - began, 3), "warmup_s": round(time.monotonic() - imported, 3)}
     from judge.worker.server import Worker

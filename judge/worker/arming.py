@@ -40,13 +40,26 @@ def _module_files(names) -> set[str]:
     return files
 
 
+OWN_MODULES = JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda")
+
+
+def import_own_modules() -> None:
+    """Every module of the worker's own, imported: all are sealed before the
+    file runs (judge.timing, imported on the first timing request, was the
+    file's to patch until then). Called at the worker's start, before the
+    submission is known, so that the seconds overlap the judge's own start
+    and no import runs under the audit hook."""
+    import importlib
+    for name in OWN_MODULES:
+        if not name.endswith(".__main__"):  # the running entry point: sys.modules["__main__"]
+            importlib.import_module(name)
+
+
 def own_callables(names) -> list[tuple[object, str]]:
     """(owner, name) of every function and class these modules define, and
     of the methods, static methods and properties of those classes: the
-    worker's own code, sealed whole rather than piece by piece. Each is
-    imported first: one the worker imports later (judge.timing, on its
-    first timing request) would otherwise be the file's to patch before
-    then."""
+    worker's own code, sealed whole rather than piece by piece (each
+    imported if it was not yet: import_own_modules)."""
     import importlib
     import inspect
     pairs = []
@@ -82,17 +95,10 @@ def transport() -> list[tuple[object, str]]:
 def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> None:
     """The permanent audit hook (judge.worker.audit), and the seal on the
     guard's code and constants, the launch wrappers and the reporting path."""
-    import importlib
-
     import torch
 
     from judge.worker import audit, gates, printing, rules
-    # The worker's own modules, all of them, before the audit hook (which
-    # makes every import slower) and before the seal (judge.timing was
-    # imported on the first timing request: until then the file's to patch).
-    for name in JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda"):
-        if not name.endswith(".__main__"):
-            importlib.import_module(name)
+    import_own_modules()  # (done at the worker's start already: judge.worker.__main__)
     printing.install()  # a printed tensor shows its shape, not its values
     audit.install(path, trusted | {rules.Guard.inside_triton.__code__}, reply_fd=reply_fd)
     from judge.leetgpu import generation
@@ -114,7 +120,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
               (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
               (audit, "violations"), (audit, "report")]
     # The worker's own code whole (judge.worker.server._take_streams among it), and what carries its answers.
-    pairs += own_callables(JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda"))
+    pairs += own_callables(OWN_MODULES)
     # The CPU mode's record of the interpreter (immutable, but its name could be rebound).
     from judge.worker import interpreter_state
     pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_MISSING", "_UNSETTABLE")]
