@@ -59,17 +59,74 @@ def check(kernel, args: tuple, kwargs: dict) -> None:
         if twin is None:
             return
         with _tensor_methods_twinned():
+            rest = _options(twin, args, kwargs)
+    except Exception:  # noqa: BLE001 - the front end cannot tell: the interpreter decides, as before
+        return
+    _check_options(rest)
+    try:
+        with _tensor_methods_twinned():
             failure = _checked(kernel, twin, args, kwargs)
     except CompilationError:
         raise
     except Exception:  # noqa: BLE001 - the front end cannot tell: the interpreter decides, as before
         return
+    if failure is _NEEDS_ALLOCATOR:
+        # Tensor descriptors made in the kernel need a global scratch on a
+        # GPU, which Triton takes from triton.set_allocator's allocator at
+        # the launch (the interpreter needs none): without one, Triton's error.
+        from triton.runtime import _allocation
+        if _allocation._allocator.get() is _allocation._NULL_ALLOCATOR:
+            _allocation._NULL_ALLOCATOR(0, 0, None)
+        return
     if failure is not None and not _from_the_interpreter(failure):
         raise failure
 
 
+_NEEDS_ALLOCATOR = object()  # a specialization that asks for a global scratch at its launch
+MAX_THREADS_PER_BLOCK = 1024  # every NVIDIA GPU the CPU mode describes (the H100, the T4)
+
+
+def _options(twin, args: tuple, kwargs: dict) -> dict:
+    """The launch's compile options (num_warps, num_stages...), split from
+    its arguments as JITFunction.run splits them."""
+    from triton import knobs
+    options = dict(kwargs)
+    options["debug"] = options.get("debug", twin.debug) or knobs.runtime.debug
+    options["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    _, _, rest = _binder(twin)(*args, **options)
+    return rest
+
+
+def too_big(options: dict) -> bool:
+    """Whether a launch with these options raises OutOfResources on a GPU
+    (an autotuner's config: Triton's benchmark then gives it infinity)."""
+    from triton.runtime.errors import OutOfResources
+    if _state.get("backend") is None:
+        return False
+    try:
+        _check_options(dict(options))
+    except OutOfResources:
+        return True
+    except Exception:  # noqa: BLE001 - refused otherwise: raised when the config runs, as on a GPU
+        return False
+    return False
+
+
+def _check_options(rest: dict) -> None:
+    """Raise what a GPU raises for these options: the backend's own checks
+    (num_warps a power of two: an AssertionError from Triton's CUDAOptions,
+    before compiling), and more threads than a block may have (Triton's
+    OutOfResources when the compiled kernel is loaded: num_warps=64)."""
+    from triton.runtime.errors import OutOfResources
+    opts = _state["backend"].parse_options(rest)
+    threads = opts.num_warps * 32
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise OutOfResources(threads, MAX_THREADS_PER_BLOCK, "threads")
+
+
 def _checked(kernel, twin, args: tuple, kwargs: dict):
-    """The CompilationError of this launch's specialization (cached), or None."""
+    """The CompilationError of this launch's specialization (cached), or
+    _NEEDS_ALLOCATOR, or None."""
     binder = _binder(twin)
     from triton import knobs
     options = dict(kwargs)  # as JITFunction.run completes them
@@ -149,9 +206,12 @@ def _front_end(twin, options: dict, bound, specialization, rest):
     backend.load_dialects(context)
     source = ASTSource(twin, signature, constexprs, attrs)
     try:
-        source.make_ir(target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(), context)
+        module = source.make_ir(target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(),
+                                context)
     except CompilationError as exc:
         return exc
+    if "tt.make_tensor_descriptor" in str(module):
+        return _NEEDS_ALLOCATOR
     return None
 
 
