@@ -12,7 +12,8 @@ tl.sum(x[:, :, None] * y[None, :, :], axis=1), into a tl.dot at its default
 (TF32) precision (measured on the H100: 7e-4 relative error for a kernel
 without any tl.dot). The interpreter multiplies such broadcasts in float32;
 we round their operands to TF32 as the GPU's rewritten dot does, when the
-compiler rewrites it (M and N ≥ 16) and tensor cores take it (K ≥ 8).
+compiler rewrites it (M and N ≥ 16, the product summed over K as it is made,
+not accumulated first) and tensor cores take it (K ≥ 8).
 
 The interpreter runs a launch's programs one by one: a kernel with one
 program per output element (LeetGPU's starter shape) needs minutes for a
@@ -34,6 +35,7 @@ import time
 import numpy as np
 
 TF32_MASK = np.uint32(0xFFFFE000)  # keep sign, exponent and 10 mantissa bits
+OUTER_PRODUCT = "judge_outer_product"  # a TensorHandle's attr: the operands of a broadcast product
 
 
 def round_to_tf32(x: np.ndarray) -> np.ndarray:
@@ -147,12 +149,24 @@ def install(emulate_tf32: bool = True) -> None:
         original_fmul = builder.create_fmul
 
         def create_fmul(self, lhs, rhs):
+            product = original_fmul(self, lhs, rhs)
             if _outer_broadcast(lhs.data, rhs.data):
-                lhs = interpreter.TensorHandle(round_to_tf32(lhs.data), lhs.dtype.scalar)
-                rhs = interpreter.TensorHandle(round_to_tf32(rhs.data), rhs.dtype.scalar)
-            return original_fmul(self, lhs, rhs)
+                # A dot only if summed over K right away (below); kept exact otherwise,
+                # as the GPU keeps a product it accumulates before summing.
+                product.attr[OUTER_PRODUCT] = (lhs.data, rhs.data)
+            return product
 
         builder.create_fmul = create_fmul
+        original_sum = interpreter.ReduceOps.sum
+
+        def tf32_sum(self, input):
+            operands = input.handle.attr.get(OUTER_PRODUCT) if isinstance(input.handle.attr, dict) else None
+            if operands is not None and self.axis == 1:
+                rounded = round_to_tf32(operands[0]) * round_to_tf32(operands[1])
+                return self.to_tensor(np.sum(rounded, axis=1, keepdims=self.keep_dims), input.dtype)
+            return original_sum(self, input)
+
+        interpreter.ReduceOps.sum = tf32_sum
 
     def equal_cost(self, *args, config, **meta):
         # A config the GPU cannot run (more threads than a block may have)
@@ -165,6 +179,7 @@ def install(emulate_tf32: bool = True) -> None:
         bench_fn()
         return False
 
+    _as_the_gpu_computes(interpreter)
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
     _print_to_standard_output(interpreter.InterpreterBuilder)
@@ -199,7 +214,7 @@ def _check_launches(interpreter) -> None:
             interpreter_state.restore()
             host_tensors.check_launch(args, kwargs)
             frontend.check(self, args, kwargs)
-            with libdevice_cpu.during_launch():  # after the check, which must see libdevice's stubs
+            with libdevice_cpu.during_launch(getattr(self.fn, "__globals__", None)):  # after the check, which must see libdevice's stubs
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     def call(self, *args, **kwargs):
@@ -219,3 +234,57 @@ def _check_launches(interpreter) -> None:
 
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
+
+
+def _as_the_gpu_computes(interpreter) -> None:
+    """Where the interpreter's numpy arithmetic differs from the GPU's:
+    - tl.fma rounds once on a GPU (x * y + z in numpy rounds twice: an
+      fma(a, b, -a * b), the product's rounding error, was 0);
+    - a float converted to an integer saturates (cvt.rzi: out of range,
+      the nearest end; NaN, 0), where numpy's cast wraps to INT_MIN;
+    - tl.dot's bf16x3 and bf16x6 precisions, which the CUDA backend allows
+      and the interpreter refused (computed here as IEEE float32: bf16x6 is
+      about as exact; bf16x3 only rounds more)."""
+    builder = interpreter.InterpreterBuilder
+
+    def create_fma(self, x, y, z):
+        data = z.data
+        if isinstance(data, np.ndarray) and data.dtype in (np.float32, np.float16) or \
+                isinstance(data, (np.float32, np.float16)):
+            # float32 products are exact in float64: one rounding, to float32 at the end
+            wide = np.asarray(x.data, np.float64) * np.asarray(y.data, np.float64) + np.asarray(data, np.float64)
+            return interpreter.TensorHandle(wide.astype(np.asarray(data).dtype), z.dtype.scalar)
+        return interpreter.TensorHandle(x.data * y.data + z.data, z.dtype.scalar)
+
+    def saturating(original):
+        def convert(self, src, dst_type):
+            np_type = interpreter._get_np_dtype(dst_type)
+            data = np.asarray(src.data)
+            if data.dtype.kind == "f" and np.dtype(np_type).kind in "iu":
+                info = np.iinfo(np_type)
+                wide = np.nan_to_num(data.astype(np.float64), nan=0.0)
+                high, low = wide >= float(info.max), wide <= float(info.min)
+                out = np.asarray(np.where(high | low, 0.0, wide).astype(np_type))
+                out[high], out[low] = info.max, info.min
+                return interpreter.TensorHandle(out, dst_type.scalar)
+            return original(self, src, dst_type)
+        return convert
+
+    builder.create_fma = create_fma
+    builder.create_fp_to_si = saturating(builder.create_fp_to_si)
+    builder.create_fp_to_ui = saturating(builder.create_fp_to_ui)
+    import dataclasses
+    made = interpreter.interpreter_builder
+    made.options = dataclasses.replace(made.options, allowed_dot_input_precisions=tuple(
+        made.options.allowed_dot_input_precisions) + ("bf16x3", "bf16x6"))
+    original_dot = builder.create_dot
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        from triton._C.libtriton import ir
+        extra = [getattr(ir.INPUT_PRECISION, n, None) for n in ("BF16x3", "BF16x6")]
+        if input_precision is not None and input_precision in extra:
+            input_precision = ir.INPUT_PRECISION.IEEE
+        return original_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    builder.create_dot = create_dot
+

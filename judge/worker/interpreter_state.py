@@ -69,14 +69,15 @@ def restore() -> list[str]:
                 setattr(owner, name, value)
                 changed.append(_name(owner, name))
     if _builder:
-        # The builder's state (grid, options) is its own to change; a method
-        # set on the instance shadows the class's, and is taken away.
+        # The builder's state (the grid) is its own to change; its options
+        # (default dot precision...) and a method set on the instance, which
+        # shadows the class's, are put back.
         builder, members = _builder
         cls = type(builder)
         for name, value in list(vars(builder).items()):
             if members.get(name, _MISSING) is value:
                 continue
-            if name in members and callable(members[name]):
+            if name in members and (callable(members[name]) or name == "options"):
                 setattr(builder, name, members[name])
                 changed.append(_name(builder, name))
             elif name not in members and hasattr(cls, name):

@@ -50,6 +50,53 @@ FUNCTIONS = {
 }
 
 
+def _popc(x):
+    unsigned = np.asarray(x).view(np.uint32 if x.dtype.itemsize == 4 else np.uint64)
+    if hasattr(np, "bitwise_count"):  # numpy 2
+        return np.bitwise_count(unsigned)
+    ones = np.array([bin(i).count("1") for i in range(256)], dtype=np.int32)
+    return ones[np.ascontiguousarray(unsigned).view(np.uint8).reshape(*unsigned.shape, -1)].sum(axis=-1)
+
+
+def _clz(x):
+    bits = 8 * x.dtype.itemsize
+    unsigned = np.asarray(x).view(np.uint32 if bits == 32 else np.uint64)
+    # the bit length, by halving: exact for every width (a float's exponent is not, near 2**64)
+    width = np.zeros(unsigned.shape, dtype=np.int64)
+    rest = unsigned.copy()
+    for shift in (32, 16, 8, 4, 2, 1):
+        if shift >= bits:
+            continue
+        high = rest >= (np.uint64(1) << np.uint64(shift)).astype(rest.dtype)
+        width += np.where(high, shift, 0)
+        rest = np.where(high, rest >> rest.dtype.type(shift), rest)
+    width += (rest > 0)
+    return bits - width
+
+
+# Functions whose result is an integer: (numpy function, Triton's result type name).
+INTEGER_RESULTS = {
+    "signbit": (np.signbit, "int32"), "isnan": (np.isnan, "int1"), "isinf": (np.isinf, "int1"),
+    "isfinited": (np.isfinite, "int1"), "popc": (_popc, "int32"), "clz": (_clz, "int32"),
+}
+
+
+def _integer_implementation(numpy_fn, result: str):
+    def call(*args, _semantic=None, **kwargs):
+        from triton.language import core
+        from triton.runtime.interpreter import TensorHandle
+        if len(args) != 1 or not isinstance(args[0], core.tensor):
+            raise NotImplementedError("this libdevice call is not available under Triton's interpreter")
+        data = np.asarray(args[0].handle.data)
+        out = np.asarray(numpy_fn(data))
+        scalar = getattr(core, result)
+        out = out.astype(np.bool_ if result == "int1" else np.int32)
+        kind = core.block_type(scalar, list(out.shape)) if out.shape else scalar
+        return core.tensor(TensorHandle(out, scalar), kind)
+
+    return call
+
+
 def _implementation(numpy_fn, arity: int):
     def call(*args, _semantic=None, **kwargs):
         from triton.language import core
@@ -76,19 +123,36 @@ MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdev
 
 
 @contextlib.contextmanager
-def during_launch():
-    """libdevice's stubs replaced by numpy's functions for one launch."""
+def during_launch(kernel_globals: dict | None = None):
+    """libdevice's stubs replaced by numpy's functions for one launch: in
+    libdevice's modules, and where the kernel's module imported one by name
+    (`from triton.language.extra.cuda.libdevice import exp`)."""
     import sys
     if not _made:
         _made.update({name: _implementation(*spec) for name, spec in FUNCTIONS.items()})
+        _made.update({name: _integer_implementation(*spec) for name, spec in INTEGER_RESULTS.items()})
     kept = []
+    stubs = {}
     for module in filter(None, (sys.modules.get(name) for name in MODULES)):
         for name in _made:
             if name in module.__dict__:
-                kept.append((module, name, module.__dict__[name]))
-                setattr(module, name, _made[name])
+                stubs[id(module.__dict__[name])] = name
+                kept.append((module, name, module.__dict__[name], name))
+    if kernel_globals is not None:
+        for name, value in list(kernel_globals.items()):
+            if id(value) in stubs:
+                kept.append((kernel_globals, name, value, stubs[id(value)]))
+    for owner, name, _, made in kept:
+        _put(owner, name, _made[made])
     try:
         yield
     finally:
-        for module, name, stub in kept:
-            setattr(module, name, stub)
+        for owner, name, stub, _ in kept:
+            _put(owner, name, stub)
+
+
+def _put(owner, name: str, value) -> None:
+    if isinstance(owner, dict):
+        owner[name] = value
+    else:
+        setattr(owner, name, value)

@@ -13,7 +13,18 @@ them, and a plain load by another program of an address one of them
 stored stops the launch with RaceFound: the case is a wrong answer, as a
 GPU most likely makes it, with the programs and the fix named. It is
 raised, not recorded for later: a record in the worker's Python would be
-the file's to erase once its launch returned. A launch that uses atomics is
+the file's to erase once its launch returned.
+
+Within one program, the GPU runs a block's elements on different threads:
+a program that stores a block and then loads, without tl.debug_barrier(),
+an element another of its elements stored (a block reversed through a
+scratch buffer) reads what may not be there yet (on the H100, a quarter of
+the elements of such a reverse were wrong). The interpreter computes the
+block whole, so it comes out right. Here a load of a block is checked
+against the current program's own block stores since its last barrier: an
+address loaded at another position of the block than the one that stored
+it is a race too. (Scalars are left out: which thread stores one is the
+compiler's business.) A launch that uses atomics is
 left alone (the last-block pattern, where an atomic counter orders a
 final program's loads after the others' stores, is correct on a GPU).
 """
@@ -22,7 +33,9 @@ from __future__ import annotations
 
 import numpy as np
 
-_launch: dict = {"program": None, "stored": {}, "spans": [], "atomics": False}
+_NO_SPAN = (1 << 64, -1)
+# own: address -> position in its block, of the current program's block stores since its last barrier
+_launch: dict = {"program": None, "stored": {}, "spans": [], "atomics": False, "own": {}, "own_span": _NO_SPAN}
 
 
 class RaceFound(BaseException):
@@ -36,18 +49,26 @@ def install(builder) -> None:
     set_dim, set_idx = builder.set_grid_dim, builder.set_grid_idx
     load, store = builder.create_masked_load, builder.create_masked_store
     rmw, cas = builder.create_atomic_rmw, builder.create_atomic_cas
+    barrier = builder.create_barrier
 
     def set_grid_dim(self, nx, ny, nz):
-        _launch.update(program=None, stored={}, spans=[], atomics=False)
+        _launch.update(program=None, stored={}, spans=[], atomics=False, own={}, own_span=_NO_SPAN)
         return set_dim(self, nx, ny, nz)
 
     def set_grid_idx(self, x, y, z):
         _launch["program"] = (int(x), int(y), int(z))
+        _launch.update(own={}, own_span=_NO_SPAN)
         return set_idx(self, x, y, z)
+
+    def create_barrier(self):
+        _launch.update(own={}, own_span=_NO_SPAN)  # every store of the program so far is seen by all its threads
+        return barrier(self)
 
     def create_masked_load(self, ptrs, mask, other, *rest, **more):
         if _launch["stored"] and not _launch["atomics"]:
             _check(ptrs.data, mask.data)
+            if _launch["own"]:
+                _check_own(ptrs.data, mask.data)
         return load(self, ptrs, mask, other, *rest, **more)
 
     def create_masked_store(self, ptrs, value, mask, *rest, **more):
@@ -66,6 +87,7 @@ def install(builder) -> None:
     builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
     builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
     builder.create_atomic_rmw, builder.create_atomic_cas = create_atomic_rmw, create_atomic_cas
+    builder.create_barrier = create_barrier
 
 
 def _addresses(ptrs, mask) -> np.ndarray:
@@ -75,12 +97,25 @@ def _addresses(ptrs, mask) -> np.ndarray:
     return ptrs[np.broadcast_to(np.asarray(mask, dtype=bool), ptrs.shape)]
 
 
+def _positions(ptrs, mask) -> np.ndarray:
+    """Each address's position in its block, in _addresses' order."""
+    ptrs = np.asarray(ptrs)
+    if mask is None:
+        return np.arange(ptrs.size)
+    return np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), ptrs.shape))
+
+
 def _record(ptrs, mask) -> None:
     addresses = _addresses(ptrs, mask)
     if addresses.size == 0:
         return
     program = _launch["program"]
-    _launch["stored"].update(dict.fromkeys(addresses.tolist(), program))
+    listed = addresses.tolist()
+    _launch["stored"].update(dict.fromkeys(listed, program))
+    if np.asarray(ptrs).size > 1:
+        _launch["own"].update(zip(listed, _positions(ptrs, mask).tolist()))
+        span = _launch["own_span"]
+        _launch["own_span"] = (min(span[0], int(addresses.min())), max(span[1], int(addresses.max())))
     low, high = int(addresses.min()), int(addresses.max())
     spans = _launch["spans"]
     if spans and low <= spans[-1][1] + 64 and high >= spans[-1][0] - 64:
@@ -105,3 +140,24 @@ def _check(ptrs, mask) -> None:
                 "launch had written with a plain store. A GPU runs a launch's programs in parallel, so what is "
                 "read there depends on timing (Triton's interpreter runs them one by one, where it happens to come out "
                 "right); combine results with tl.atomic_add and friends, or in a second launch")
+
+
+def _check_own(ptrs, mask) -> None:
+    if np.asarray(ptrs).size <= 1:
+        return
+    own = _launch["own"]
+    addresses = _addresses(ptrs, mask)
+    if addresses.size == 0:
+        return
+    low, high = _launch["own_span"]
+    if int(addresses.max()) < low or int(addresses.min()) > high:
+        return  # none of the program's own stores: an input, mostly
+    for address, position in zip(addresses.tolist(), _positions(ptrs, mask).tolist()):
+        stored_at = own.get(address)
+        if stored_at is not None and stored_at != position:
+            raise RaceFound(
+                f"data race: program {_launch['program']} loaded, at position {position} of a block, an address "
+                f"it had stored from position {stored_at} of a block, with no tl.debug_barrier() between. A GPU "
+                "computes a block's elements on different threads, which do not wait for each other's stores "
+                "(Triton's interpreter computes the block whole, where it happens to come out right); put "
+                "tl.debug_barrier() between the store and the load")
