@@ -271,6 +271,7 @@ def _as_the_gpu_computes(interpreter) -> None:
         return convert
 
     builder.create_fma = create_fma
+    _contract(interpreter)
     builder.create_fp_to_si = saturating(builder.create_fp_to_si)
     builder.create_fp_to_ui = saturating(builder.create_fp_to_ui)
     import dataclasses
@@ -287,4 +288,55 @@ def _as_the_gpu_computes(interpreter) -> None:
         return original_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
 
     builder.create_dot = create_dot
+
+
+PRODUCT = "judge_product"  # a TensorHandle's attr: the float operands of the multiply that made it
+_CONTRACTED = (np.float32, np.float16)
+
+
+def _contract(interpreter) -> None:
+    """Triton 3.6 compiles with floating-point fusion on (enable_fp_fusion):
+    a multiply whose result an add or subtract takes becomes one fma, one
+    rounding (x * y - x * y is the product's rounding error there, not 0).
+    The interpreter rounds the product first; here the add takes the
+    product's operands and rounds once, as the fused instruction does."""
+    builder = interpreter.InterpreterBuilder
+    original_fmul, original_fadd, original_fsub = builder.create_fmul, builder.create_fadd, builder.create_fsub
+
+    def create_fmul(self, lhs, rhs):
+        product = original_fmul(self, lhs, rhs)
+        if np.asarray(product.data).dtype in _CONTRACTED and isinstance(product.attr, dict):
+            product.attr[PRODUCT] = (lhs.data, rhs.data)
+        return product
+
+    def fused(x, y, z, sign, result):
+        wide = sign * (np.asarray(x, np.float64) * np.asarray(y, np.float64)) + np.asarray(z, np.float64)
+        return interpreter.TensorHandle(wide.astype(np.asarray(result.data).dtype), result.dtype.scalar)
+
+    def operands(handle):
+        return handle.attr.get(PRODUCT) if isinstance(handle.attr, dict) else None
+
+    def create_fadd(self, lhs, rhs):
+        result = original_fadd(self, lhs, rhs)
+        if np.asarray(result.data).dtype in _CONTRACTED:
+            made = operands(lhs)
+            if made is not None:
+                return fused(*made, rhs.data, 1.0, result)
+            made = operands(rhs)
+            if made is not None:
+                return fused(*made, lhs.data, 1.0, result)
+        return result
+
+    def create_fsub(self, lhs, rhs):
+        result = original_fsub(self, lhs, rhs)
+        if np.asarray(result.data).dtype in _CONTRACTED:
+            made = operands(lhs)
+            if made is not None:
+                return fused(*made, -np.asarray(rhs.data, np.float64), 1.0, result)
+            made = operands(rhs)
+            if made is not None:
+                return fused(*made, lhs.data, -1.0, result)
+        return result
+
+    builder.create_fmul, builder.create_fadd, builder.create_fsub = create_fmul, create_fadd, create_fsub
 
