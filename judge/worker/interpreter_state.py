@@ -13,7 +13,9 @@ judges its kernel.
 So before the file is imported the worker records the interpreter as it set
 it up (its own patches in place): the members of every class of
 triton.runtime.interpreter, that module's globals, the native interpreter's
-functions, numpy's, and the methods of the interpreter's builder instance.
+functions, numpy's, the methods and options of the interpreter's builder
+instance, and the CPU mode's own settings (the front end's backend, the
+libdevice stand-ins).
 Before each launch it puts back any that changed. Nothing of the file runs
 between that and the end of the launch (a kernel's body is checked by the
 GPU compiler's front end first: judge.worker.frontend), so every kernel runs
@@ -40,16 +42,40 @@ def _owners() -> list[tuple[object, bool]]:
     import numpy
     from triton._C.libtriton import interpreter as native
     from triton.runtime import interpreter
+
+    from judge.worker import frontend, libdevice_cpu
     classes = [value for value in vars(interpreter).values()
                if isinstance(value, type) and value.__module__ == interpreter.__name__]
-    return [(interpreter, False), (native, False), (numpy, False)] + [(cls, True) for cls in classes]
+    # And the CPU mode's own settings, which are plain dicts in its modules:
+    # the front end's GPU backend (None turned its check off) and the numpy
+    # stand-ins for libdevice.
+    return [(interpreter, False), (native, False), (numpy, False)] + [(cls, True) for cls in classes] \
+        + [(frontend._state, True), (libdevice_cpu.made(), True)]
+
+
+def _members(owner) -> dict:
+    return owner if isinstance(owner, dict) else vars(owner)
+
+
+def _set(owner, name: str, value) -> None:
+    if isinstance(owner, dict):
+        owner[name] = value
+    else:
+        setattr(owner, name, value)
+
+
+def _delete(owner, name: str) -> None:
+    if isinstance(owner, dict):
+        del owner[name]
+    else:
+        delattr(owner, name)
 
 
 def record() -> None:
     """Take the interpreter as it is now as the one every launch runs on."""
     global _recorded, _builder
     from triton.runtime import interpreter
-    _recorded = tuple((owner, types.MappingProxyType(dict(vars(owner))), exact) for owner, exact in _owners())
+    _recorded = tuple((owner, types.MappingProxyType(dict(_members(owner))), exact) for owner, exact in _owners())
     builder = interpreter.interpreter_builder
     _builder = (builder, types.MappingProxyType(dict(vars(builder))))
 
@@ -59,14 +85,14 @@ def restore() -> list[str]:
     (qualified names, for diagnosis)."""
     changed = []
     for owner, members, exact in _recorded:
-        current = vars(owner)
+        current = _members(owner)
         if exact:
             for name in [n for n in current if n not in members and n not in _UNSETTABLE]:
-                delattr(owner, name)
+                _delete(owner, name)
                 changed.append(_name(owner, name))
         for name, value in members.items():
             if name not in _UNSETTABLE and current.get(name, _MISSING) is not value:
-                setattr(owner, name, value)
+                _set(owner, name, value)
                 changed.append(_name(owner, name))
     if _builder:
         # The builder's state (the grid) is its own to change; its options

@@ -119,6 +119,15 @@ def _implementation(numpy_fn, arity: int):
 _made: dict = {}
 
 
+def made() -> dict:
+    """The numpy stand-ins by libdevice name (made once; judge.worker.interpreter_state
+    puts back any the file replaces)."""
+    if not _made:
+        _made.update({name: _implementation(*spec) for name, spec in FUNCTIONS.items()})
+        _made.update({name: _integer_implementation(*spec) for name, spec in INTEGER_RESULTS.items()})
+    return _made
+
+
 MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")  # either may be imported
 
 
@@ -128,13 +137,11 @@ def during_launch(kernel_globals: dict | None = None):
     libdevice's modules, and where the kernel's module imported one by name
     (`from triton.language.extra.cuda.libdevice import exp`)."""
     import sys
-    if not _made:
-        _made.update({name: _implementation(*spec) for name, spec in FUNCTIONS.items()})
-        _made.update({name: _integer_implementation(*spec) for name, spec in INTEGER_RESULTS.items()})
+    stand_ins = made()
     kept = []
     stubs = {}
     for module in filter(None, (sys.modules.get(name) for name in MODULES)):
-        for name in _made:
+        for name in stand_ins:
             if name in module.__dict__:
                 stubs[id(module.__dict__[name])] = name
                 kept.append((module, name, module.__dict__[name], name))
@@ -142,8 +149,8 @@ def during_launch(kernel_globals: dict | None = None):
         for name, value in list(kernel_globals.items()):
             if id(value) in stubs:
                 kept.append((kernel_globals, name, value, stubs[id(value)]))
-    for owner, name, _, made in kept:
-        _put(owner, name, _made[made])
+    for owner, name, _, libdevice_name in kept:
+        _put(owner, name, stand_ins[libdevice_name])
     try:
         yield
     finally:
