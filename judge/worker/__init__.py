@@ -12,6 +12,7 @@ child, in the same Python as the submission, and may be patched by it.
     interpret  CPU-mode patches of Triton's interpreter (TF32 emulation, autotune,
                device_print to the process's standard output) and its checked launch
     interpreter_state  CPU mode: the interpreter put back as set up before every launch
+    arithmetic CPU mode: fma, fused multiply-add, float-to-int casts, dot precisions as the GPU computes them
     frontend   CPU mode: each launched kernel through the GPU compiler's front end
     host_tensors  CPU mode: the tensors a GPU run would hold on the host
     races      CPU mode: programs of one launch sharing memory without atomics

@@ -20,7 +20,8 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.host_tensors", "judge.worker.races",
-               "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu", "judge.worker.interpreter_state")
+               "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu", "judge.worker.interpreter_state",
+               "judge.worker.arithmetic")
 # What carries the worker's answers to the judge, below its own code: a file
 # that replaced them could rewrite the outputs on their way (the socket's
 # writer was replaced by one adding the inputs on the host: accepted).

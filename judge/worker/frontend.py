@@ -59,13 +59,13 @@ def check(kernel, args: tuple, kwargs: dict) -> None:
         if twin is None:
             return
         with _tensor_methods_twinned():
-            rest = _options(twin, args, kwargs)
+            binding = _bind(twin, args, kwargs)
     except Exception:  # noqa: BLE001 - the front end cannot tell: the interpreter decides, as before
         return
-    _check_options(rest)
+    _check_options(binding[-1])
     try:
         with _tensor_methods_twinned():
-            failure = _checked(kernel, twin, args, kwargs)
+            failure = _checked(kernel, twin, *binding)
     except CompilationError:
         raise
     except Exception:  # noqa: BLE001 - the front end cannot tell: the interpreter decides, as before
@@ -86,15 +86,15 @@ _NEEDS_ALLOCATOR = object()  # a specialization that asks for a global scratch a
 MAX_THREADS_PER_BLOCK = 1024  # every NVIDIA GPU the CPU mode describes (the H100, the T4)
 
 
-def _options(twin, args: tuple, kwargs: dict) -> dict:
-    """The launch's compile options (num_warps, num_stages...), split from
-    its arguments as JITFunction.run splits them."""
+def _bind(twin, args: tuple, kwargs: dict) -> tuple:
+    """(options, bound arguments, specialization, compile options: num_warps,
+    num_stages...), split as JITFunction.run splits a launch's arguments."""
     from triton import knobs
-    options = dict(kwargs)
+    options = dict(kwargs)  # as JITFunction.run completes them
     options["debug"] = options.get("debug", twin.debug) or knobs.runtime.debug
     options["instrumentation_mode"] = knobs.compilation.instrumentation_mode
-    _, _, rest = _binder(twin)(*args, **options)
-    return rest
+    bound, specialization, rest = _binder(twin)(*args, **options)
+    return options, bound, specialization, rest
 
 
 def too_big(options: dict) -> bool:
@@ -124,15 +124,9 @@ def _check_options(rest: dict) -> None:
         raise OutOfResources(threads, MAX_THREADS_PER_BLOCK, "threads")
 
 
-def _checked(kernel, twin, args: tuple, kwargs: dict):
+def _checked(kernel, twin, options: dict, bound, specialization, rest: dict):
     """The CompilationError of this launch's specialization (cached), or
     _NEEDS_ALLOCATOR, or None."""
-    binder = _binder(twin)
-    from triton import knobs
-    options = dict(kwargs)  # as JITFunction.run completes them
-    options["debug"] = options.get("debug", twin.debug) or knobs.runtime.debug
-    options["instrumentation_mode"] = knobs.compilation.instrumentation_mode
-    bound, specialization, rest = binder(*args, **options)
     key = (id(kernel), repr(specialization), repr(sorted(rest.items())))
     if key not in _state["checked"]:
         _state["checked"][key] = _dependencies(twin) or _front_end(twin, options, bound, specialization, rest)

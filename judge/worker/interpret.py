@@ -35,7 +35,6 @@ import time
 import numpy as np
 
 TF32_MASK = np.uint32(0xFFFFE000)  # keep sign, exponent and 10 mantissa bits
-OUTER_PRODUCT = "judge_outer_product"  # a TensorHandle's attr: the operands of a broadcast product
 
 
 def round_to_tf32(x: np.ndarray) -> np.ndarray:
@@ -133,6 +132,8 @@ def install(emulate_tf32: bool = True) -> None:
     from triton._C.libtriton import ir
     from triton.runtime import autotuner, interpreter
 
+    from judge.worker import arithmetic
+
     _watch_launches(interpreter.InterpreterBuilder)
     if emulate_tf32:
         builder = interpreter.InterpreterBuilder
@@ -146,22 +147,14 @@ def install(emulate_tf32: bool = True) -> None:
             return original_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
 
         builder.create_dot = create_dot
-        original_fmul = builder.create_fmul
-
-        def create_fmul(self, lhs, rhs):
-            product = original_fmul(self, lhs, rhs)
-            if _outer_broadcast(lhs.data, rhs.data):
-                # A dot only if summed over K right away (below); kept exact otherwise,
-                # as the GPU keeps a product it accumulates before summing.
-                product.attr[OUTER_PRODUCT] = (lhs.data, rhs.data)
-            return product
-
-        builder.create_fmul = create_fmul
         original_sum = interpreter.ReduceOps.sum
 
         def tf32_sum(self, input):
-            operands = input.handle.attr.get(OUTER_PRODUCT) if isinstance(input.handle.attr, dict) else None
-            if operands is not None and self.axis == 1:
+            # A dot only when summed over K as it is made: a product accumulated
+            # first stays float32 on the GPU. (The multiply's operands are kept
+            # on its result by judge.worker.arithmetic.)
+            operands = arithmetic.product_operands(input.handle)
+            if operands is not None and self.axis == 1 and _outer_broadcast(*operands):
                 rounded = round_to_tf32(operands[0]) * round_to_tf32(operands[1])
                 return self.to_tensor(np.sum(rounded, axis=1, keepdims=self.keep_dims), input.dtype)
             return original_sum(self, input)
@@ -179,7 +172,7 @@ def install(emulate_tf32: bool = True) -> None:
         bench_fn()
         return False
 
-    _as_the_gpu_computes(interpreter)
+    arithmetic.install(interpreter)
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
     _print_to_standard_output(interpreter.InterpreterBuilder)
@@ -234,109 +227,3 @@ def _check_launches(interpreter) -> None:
 
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
-
-
-def _as_the_gpu_computes(interpreter) -> None:
-    """Where the interpreter's numpy arithmetic differs from the GPU's:
-    - tl.fma rounds once on a GPU (x * y + z in numpy rounds twice: an
-      fma(a, b, -a * b), the product's rounding error, was 0);
-    - a float converted to an integer saturates (cvt.rzi: out of range,
-      the nearest end; NaN, 0), where numpy's cast wraps to INT_MIN;
-    - tl.dot's bf16x3 and bf16x6 precisions, which the CUDA backend allows
-      and the interpreter refused (computed here as IEEE float32: bf16x6 is
-      about as exact; bf16x3 only rounds more)."""
-    builder = interpreter.InterpreterBuilder
-
-    def create_fma(self, x, y, z):
-        data = z.data
-        if isinstance(data, np.ndarray) and data.dtype in (np.float32, np.float16) or \
-                isinstance(data, (np.float32, np.float16)):
-            # float32 products are exact in float64: one rounding, to float32 at the end
-            wide = np.asarray(x.data, np.float64) * np.asarray(y.data, np.float64) + np.asarray(data, np.float64)
-            return interpreter.TensorHandle(wide.astype(np.asarray(data).dtype), z.dtype.scalar)
-        return interpreter.TensorHandle(x.data * y.data + z.data, z.dtype.scalar)
-
-    def saturating(original):
-        def convert(self, src, dst_type):
-            np_type = interpreter._get_np_dtype(dst_type)
-            data = np.asarray(src.data)
-            if data.dtype.kind == "f" and np.dtype(np_type).kind in "iu":
-                info = np.iinfo(np_type)
-                wide = np.nan_to_num(data.astype(np.float64), nan=0.0)
-                high, low = wide >= float(info.max), wide <= float(info.min)
-                out = np.asarray(np.where(high | low, 0.0, wide).astype(np_type))
-                out[high], out[low] = info.max, info.min
-                return interpreter.TensorHandle(out, dst_type.scalar)
-            return original(self, src, dst_type)
-        return convert
-
-    builder.create_fma = create_fma
-    _contract(interpreter)
-    builder.create_fp_to_si = saturating(builder.create_fp_to_si)
-    builder.create_fp_to_ui = saturating(builder.create_fp_to_ui)
-    import dataclasses
-    made = interpreter.interpreter_builder
-    made.options = dataclasses.replace(made.options, allowed_dot_input_precisions=tuple(
-        made.options.allowed_dot_input_precisions) + ("bf16x3", "bf16x6"))
-    original_dot = builder.create_dot
-
-    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-        from triton._C.libtriton import ir
-        extra = [getattr(ir.INPUT_PRECISION, n, None) for n in ("BF16x3", "BF16x6")]
-        if input_precision is not None and input_precision in extra:
-            input_precision = ir.INPUT_PRECISION.IEEE
-        return original_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
-
-    builder.create_dot = create_dot
-
-
-PRODUCT = "judge_product"  # a TensorHandle's attr: the float operands of the multiply that made it
-_CONTRACTED = (np.float32, np.float16)
-
-
-def _contract(interpreter) -> None:
-    """Triton 3.6 compiles with floating-point fusion on (enable_fp_fusion):
-    a multiply whose result an add or subtract takes becomes one fma, one
-    rounding (x * y - x * y is the product's rounding error there, not 0).
-    The interpreter rounds the product first; here the add takes the
-    product's operands and rounds once, as the fused instruction does."""
-    builder = interpreter.InterpreterBuilder
-    original_fmul, original_fadd, original_fsub = builder.create_fmul, builder.create_fadd, builder.create_fsub
-
-    def create_fmul(self, lhs, rhs):
-        product = original_fmul(self, lhs, rhs)
-        if np.asarray(product.data).dtype in _CONTRACTED and isinstance(product.attr, dict):
-            product.attr[PRODUCT] = (lhs.data, rhs.data)
-        return product
-
-    def fused(x, y, z, sign, result):
-        wide = sign * (np.asarray(x, np.float64) * np.asarray(y, np.float64)) + np.asarray(z, np.float64)
-        return interpreter.TensorHandle(wide.astype(np.asarray(result.data).dtype), result.dtype.scalar)
-
-    def operands(handle):
-        return handle.attr.get(PRODUCT) if isinstance(handle.attr, dict) else None
-
-    def create_fadd(self, lhs, rhs):
-        result = original_fadd(self, lhs, rhs)
-        if np.asarray(result.data).dtype in _CONTRACTED:
-            made = operands(lhs)
-            if made is not None:
-                return fused(*made, rhs.data, 1.0, result)
-            made = operands(rhs)
-            if made is not None:
-                return fused(*made, lhs.data, 1.0, result)
-        return result
-
-    def create_fsub(self, lhs, rhs):
-        result = original_fsub(self, lhs, rhs)
-        if np.asarray(result.data).dtype in _CONTRACTED:
-            made = operands(lhs)
-            if made is not None:
-                return fused(*made, -np.asarray(rhs.data, np.float64), 1.0, result)
-            made = operands(rhs)
-            if made is not None:
-                return fused(*made, lhs.data, -1.0, result)
-        return result
-
-    builder.create_fmul, builder.create_fadd, builder.create_fsub = create_fmul, create_fadd, create_fsub
-
