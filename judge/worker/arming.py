@@ -59,16 +59,12 @@ def import_own_modules() -> None:
 def own_callables(names) -> list[tuple[object, str]]:
     """(owner, name) of every function and class these modules define, and
     of the methods, static methods and properties of those classes: the
-    worker's own code, sealed whole rather than piece by piece (each
-    imported if it was not yet: import_own_modules)."""
-    import importlib
+    worker's own code, sealed whole rather than piece by piece (arm()
+    imports them all first: import_own_modules)."""
     import inspect
     pairs = []
     for module_name in names:
-        if module_name.endswith(".__main__"):  # the running entry point: sys.modules["__main__"]
-            module = sys.modules.get(module_name)
-        else:
-            module = importlib.import_module(module_name)
+        module = sys.modules.get(module_name)
         if module is None:
             continue
         for name, value in list(vars(module).items()):
