@@ -66,7 +66,7 @@ class Slot:
                 startup = reply.get("startup")
                 if isinstance(startup, dict) and "worker_import" not in run.phases:
                     # The first worker's own account of its start (diagnosis only).
-                    for name in ("import_s", "warmup_s"):
+                    for name in ("import_s", "warmup_s", "load_prepare_s", "load_arm_s", "load_import_s"):
                         if isinstance(startup.get(name), (int, float)):
                             run.phases[f"worker_{name[:-2]}"] = round(float(startup[name]), 3)
                 return None

@@ -17,6 +17,7 @@ import inspect
 import os
 import socket
 import sys
+import time
 import traceback
 
 from judge.worker import buffers as buffers_mod
@@ -175,6 +176,7 @@ class Worker:
 
     def load(self, msg: dict) -> None:
         self.device = msg["device"]
+        began = time.monotonic()
         if self.device == "cuda":
             import torch
             if not msg.get("emulate_tf32", True):
@@ -212,7 +214,9 @@ class Worker:
             # launch, as a GPU (which never runs it) ignores it.
             from judge.worker import interpreter_state
             interpreter_state.record()
+        prepared = time.monotonic()
         arming.arm(os.path.abspath(path), self.guard, trusted, sealed, os.dup(self.sock.fileno()))
+        armed = time.monotonic()
 
         source = open(path, encoding="utf-8", errors="replace").read()
         try:
@@ -255,6 +259,9 @@ class Worker:
                                           f"the {arity} arguments {msg.get('arg_names')}"})
         self.solve = solve
         self.guard.watch()  # from here on, the file's code runs under the rules wherever it runs
+        # Where the load went (a diagnosis only: the file could have changed these numbers).
+        self.startup.update(load_prepare_s=round(prepared - began, 3), load_arm_s=round(armed - prepared, 3),
+                            load_import_s=round(time.monotonic() - armed, 3))
         self.reply({"status": "ok", "startup": self.startup})
 
     # --- run -------------------------------------------------------------------
