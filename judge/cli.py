@@ -50,6 +50,8 @@ def main(leetgpu_repo):
     Without a GPU, kernels run under Triton's interpreter on small cases only,
     with the TF32 rounding of an Ampere-or-newer GPU emulated, and no timing.
     """
+    from .hardening import protect_judge
+    protect_judge()  # before any worker exists (judge.hardening)
     if leetgpu_repo is not None:
         import os
         os.environ["JUDGE_LEETGPU_REPO"] = str(leetgpu_repo.resolve())

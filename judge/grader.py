@@ -27,6 +27,7 @@ from . import cuda_early, cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_
 from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
+from .sandbox import give_to, new_user
 from .results import CaseResult, GradeResult, Performance, Timing
 from .scoring import ScoringPolicy
 from .scoring import score as compute_score
@@ -116,6 +117,10 @@ def shared_cache(device: str) -> Path:
     cache = Path(tempfile.mkdtemp(prefix="judge-triton-"))
     if device == "cuda":
         warm_cache.fill(cache)
+    if sandbox_for(device).own_user:
+        # The grading's own user (judge.worker.privileges): its workers all
+        # write here, and no other grading's can (judge.isolation.WorkerProcess).
+        give_to(cache, new_user())
     return cache
 
 

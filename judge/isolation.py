@@ -29,8 +29,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import clock, cuda_ipc, protocol, reaper, triton_key
+from .hardening import protect_judge
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
-from .sandbox import JUDGE_ROOT, Sandbox, detect_sandbox, readonly_plan, sandbox_for, unshare_prefix, bwrap_prefix
+from .sandbox import (JUDGE_ROOT, Sandbox, bwrap_prefix, detect_sandbox, give_to, new_user, readonly_plan,
+                      sandbox_for, unshare_prefix)
 
 __all__ = ["JUDGE_ROOT", "INHERITED_ENV", "Limits", "Sandbox", "WorkerProcess", "detect_sandbox", "sandbox_for",
            "describe_exit"]
@@ -174,6 +176,13 @@ class WorkerProcess:
         self.hidden = [Path(p) for p in hidden]
         self.sandbox = sandbox_for(device)
         self.scratch = Path(tempfile.mkdtemp(prefix="judge-worker-"))
+        # A judge run as root: the user this worker switches to (judge.worker
+        # .privileges). One per grading, the owner of its shared Triton cache
+        # (judge.grader.shared_cache); else one of the worker's own.
+        self.user: int | None = None
+        if self.sandbox.own_user:
+            owner = self.triton_cache.stat().st_uid if self.triton_cache else 0
+            self.user = owner if owner != 0 else new_user()
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.stdout: CappedStream | None = None
@@ -204,7 +213,8 @@ class WorkerProcess:
     def _worker_command(self, fd: int) -> list[str]:
         return [sys.executable, "-m", "judge.worker", "--fd", str(fd),
                 "--memory-limit", str(self.limits.host_memory_bytes),
-                "--memory-rlimit", "AS" if self.device == "cpu" else "DATA", "--device", self.device]
+                "--memory-rlimit", "AS" if self.device == "cpu" else "DATA", "--device", self.device,
+                *(["--user", str(self.user)] if self.user is not None else [])]
 
     def start(self) -> None:
         target = self.scratch / "submission.py"
@@ -212,6 +222,10 @@ class WorkerProcess:
         if self.triton_cache is None and self.device == "cuda":
             from . import warm_cache
             warm_cache.fill(self.scratch / "triton-cache")  # the judge's seed (judge.warm_cache)
+        env = self._env()
+        if self.user is not None:
+            give_to(self.scratch, self.user)
+        protect_judge()
         parent_sock, child_sock = socket.socketpair()
         cmd = self._worker_command(child_sock.fileno())
         if self.sandbox.tool == "bwrap":
@@ -226,7 +240,7 @@ class WorkerProcess:
                                   mount=jailed) + cmd
         reaper.become_subreaper()
         self.proc = _popen(
-            cmd, cwd=self.scratch, env=self._env(), stdin=subprocess.DEVNULL,
+            cmd, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(child_sock.fileno(),),
             start_new_session=True,
         )

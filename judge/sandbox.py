@@ -42,12 +42,16 @@ class Sandbox(BaseModel):
     # Its own PID namespace (every descendant dies with it), or not (then the
     # judge, as child subreaper, kills the orphans when the worker closes).
     pid_namespace: bool = False
+    # A judge run as root: each grading's workers switch to a user of their
+    # own, without capabilities (judge.worker.privileges).
+    own_user: bool = False
 
     def describe(self) -> str:
         if self.tool is None:
             return "no sandbox tool (bubblewrap or unshare) usable here: network and files are open"
         text = f"{self.tool}: network {self.network}, file system {self.filesystem}"
-        return text + (", own PID namespace" if self.pid_namespace else "")
+        return (text + (", own PID namespace" if self.pid_namespace else "")
+                + (", a user of its own" if self.own_user else ""))
 
 
 def _runs(cmd: list[str]) -> bool:
@@ -65,10 +69,11 @@ def _cache_file() -> Path:
 def _cached(name: str, probe) -> Sandbox:
     """probe()'s answer, from the cache file when it has a fresh one for
     this machine, user, Python, tools, kernel and jail code."""
-    jail = Path(__file__).resolve().parent / "worker" / "jail.py"
+    probes = [Path(__file__).resolve().parent / "worker" / name for name in ("jail.py", "privileges.py")]
     key = json.dumps([name, platform.node(), os.geteuid(), sys.executable, shutil.which("bwrap"),
                       shutil.which("unshare"), platform.release(), os.environ.get("JUDGE_NO_SANDBOX"),
-                      os.environ.get("CUDA_VISIBLE_DEVICES"), jail.stat().st_mtime_ns if jail.exists() else None])
+                      os.environ.get("JUDGE_KEEP_ROOT"), os.environ.get("CUDA_VISIBLE_DEVICES"),
+                      [p.stat().st_mtime_ns if p.exists() else None for p in probes]])
     path = _cache_file()
     known = read_json(path)
     hit = known.get(key)
@@ -114,8 +119,9 @@ def _detect() -> Sandbox:
     for pid in (True, False):
         if unshare and _runs(unshare_prefix(unshare, pid=pid) + ["true"]):
             jailed = _jail_holds(unshare, pid)
-            return Sandbox(tool="unshare", network="cut", pid_namespace=pid,
-                           filesystem="read-only, private /tmp" if jailed else "shared")
+            box = Sandbox(tool="unshare", network="cut", pid_namespace=pid,
+                          filesystem="read-only, private /tmp" if jailed else "shared")
+            return box.model_copy(update={"own_user": _user_holds(unshare, box)})
     return Sandbox(tool=None, network="open", filesystem="shared")
 
 
@@ -144,6 +150,8 @@ def _probe_cuda() -> Sandbox:
             prefix = unshare_prefix(unshare, pid=True)
         if not _runs(prefix + [sys.executable, "-c", _CUINIT]):
             box = box.model_copy(update={"pid_namespace": False})
+    if box.own_user:
+        box = box.model_copy(update={"own_user": _user_holds(unshare, box, cuda=True)})
     return box
 
 
@@ -156,25 +164,34 @@ def unshare_prefix(unshare: str, pid: bool = False, mount: bool = False) -> list
     return [unshare, "--net"] + extra + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["--"]
 
 
-def _jail_holds(unshare: str, pid: bool, cuda: bool = False) -> bool:
+def _jail_holds(unshare: str, pid: bool, cuda: bool = False, user: int | None = None) -> bool:
     """Whether a worker's jail (judge.worker.jail) can be built here: tried
     for real in a throwaway folder, the way a worker would (`cuda`: and a
-    CUDA computation run inside it)."""
+    CUDA computation run inside it; `user`: and a switch to that user)."""
     scratch = Path(tempfile.mkdtemp(prefix="judge-jail-probe-"))
     try:
         spec = json.dumps(readonly_plan(scratch, []))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            p for p in (str(JUDGE_ROOT), os.environ.get("PYTHONPATH")) if p))
-        env.pop("JUDGE_SECRET", None)
         cmd = unshare_prefix(unshare, pid=pid, mount=True) + [sys.executable, "-m", "judge.worker.jail",
                                                                "--probe", spec] + (["--cuda"] if cuda else [])
-        try:
-            return subprocess.run(cmd, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, timeout=60).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            return False
+        if user is not None:
+            give_to(scratch, user)
+            cmd += ["--user", str(user)]
+        return _probe_passes(cmd, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _probe_passes(cmd: list[str], scratch: Path) -> bool:
+    """A probe run as a worker would be (the judge's path, never its secret),
+    in `scratch`: True when it exits 0."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(JUDGE_ROOT), os.environ.get("PYTHONPATH")) if p))
+    env.pop("JUDGE_SECRET", None)
+    try:
+        return subprocess.run(cmd, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def readonly_plan(scratch: Path, hidden: list[Path], writable: list[Path] = ()) -> dict:
@@ -211,3 +228,42 @@ def bwrap_prefix(scratch: Path, hidden: list[Path], pid: bool = False, writable:
     for path in plan["writable"][1:]:
         cmd += ["--bind", path, path]
     return cmd + ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--"]
+
+
+def new_user() -> int:
+    """A user number for one grading's workers: unused (no name, above any
+    a system hands out), drawn at random so that two gradings never share
+    one in practice."""
+    import secrets
+    return (1 << 24) + secrets.randbelow((1 << 30) - (1 << 24))
+
+
+def give_to(folder: Path, uid: int) -> None:
+    """`folder` and what is in it, owned by user and group `uid` (a grading's
+    scratch and Triton cache folders: judge.worker.privileges). Files that
+    vanish meanwhile are skipped."""
+    os.chown(folder, uid, uid)
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            try:
+                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+            except FileNotFoundError:
+                pass
+
+
+def _user_holds(unshare: str, box: Sandbox, cuda: bool = False) -> bool:
+    """Whether a worker in `box` can switch to a user of its own and still
+    work (a judge run as root only: others have no user to give)."""
+    if os.geteuid() != 0 or os.environ.get("JUDGE_KEEP_ROOT"):
+        return False
+    user = new_user()
+    if box.filesystem != "shared":
+        return _jail_holds(unshare, box.pid_namespace, cuda=cuda, user=user)
+    scratch = Path(tempfile.mkdtemp(prefix="judge-user-probe-"))
+    try:
+        give_to(scratch, user)
+        cmd = unshare_prefix(unshare, pid=box.pid_namespace) + [
+            sys.executable, "-m", "judge.worker.privileges", "--probe", str(user)] + (["--cuda"] if cuda else [])
+        return _probe_passes(cmd, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -43,11 +43,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-rlimit", choices=["AS", "DATA"], default="AS")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="warm this device up first")
     parser.add_argument("--jail", help="JSON: build a read-only file system first (judge.worker.jail)")
+    parser.add_argument("--user", type=int, help="switch to this user once the jail is built "
+                                                  "(judge.worker.privileges)")
     ns = parser.parse_args(argv)
     if ns.jail:
         # First of all, before Python reads another file: the jail covers /tmp.
         from judge.worker import jail
         jail.enter_from_argument(ns.jail)
+    from judge.worker import privileges
+    if ns.user is not None:
+        privileges.drop(ns.user)  # before torch: nothing else has run, no thread exists
+    else:
+        privileges.drop_capabilities()
     if os.getpid() == 1:
         _stay_init(ns)
     import resource

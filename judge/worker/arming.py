@@ -57,17 +57,25 @@ def import_own_modules() -> None:
 
 
 def own_callables(names) -> list[tuple[object, str]]:
-    """(owner, name) of every function and class these modules define, and
+    """(owner, name) of every function and class these modules define, of
+    their constants (upper-case names bound to immutable values), and
     of the methods, static methods and properties of those classes: the
     worker's own code, sealed whole rather than piece by piece (arm()
     imports them all first: import_own_modules)."""
     import inspect
+    import types
+    constant = (str, bytes, int, float, bool, tuple, frozenset, type(None), types.MappingProxyType)
     pairs = []
     for module_name in names:
         module = sys.modules.get(module_name)
         if module is None:
             continue
         for name, value in list(vars(module).items()):
+            if name.isupper() and isinstance(value, constant):
+                # Its constants too (names the CPU mode's rewrite calls, limits,
+                # rules): none is ever rebound by the worker's own code.
+                pairs.append((module, name))
+                continue
             if getattr(value, "__module__", None) != module_name:
                 continue
             if inspect.isfunction(value) or inspect.isclass(value):

@@ -195,7 +195,7 @@ def _check_launches(interpreter) -> None:
     end (judge.worker.frontend), libdevice computed on the host."""
     import threading
 
-    from judge.worker import frontend, host_tensors, interpreter_state, libdevice_cpu
+    from judge.worker import frontend, host_tensors, interpreter_state, kernel_rewrites, libdevice_cpu
     original = interpreter.InterpretedFunction.run
     lock = threading.RLock()
 
@@ -207,6 +207,8 @@ def _check_launches(interpreter) -> None:
             interpreter_state.restore()
             host_tensors.check_launch(args, kwargs)
             frontend.check(self, args, kwargs)
+            if isinstance(getattr(self.fn, "__globals__", None), dict):
+                kernel_rewrites.bind(self.fn.__globals__)  # the rewrite's helpers, as the worker made them
             with libdevice_cpu.during_launch(getattr(self.fn, "__globals__", None)):  # after the check, which must see libdevice's stubs
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 

@@ -8,7 +8,8 @@ submissions' files. In a mount namespace of its own, before Python imports
 anything else and before any submission code exists in the process, the
 worker makes (as bubblewrap's options do):
 
-  * every mount read-only, except /dev and /proc as they are, a
+  * every mount read-only, except /dev as it is and /proc (its own,
+    where it has a PID namespace of its own), a
     private /tmp and /dev/shm (fresh tmpfs), and the folders it must write
     (its scratch folder, its grading's Triton cache), bound back read-write;
   * what it needs from the old /tmp (a virtual environment, the judge)
@@ -102,6 +103,15 @@ def enter(writable: list[str], hidden: list[str], keep_readonly: list[str]) -> N
             # A mount the kernel will not remount (a special file system
             # below an unusual point): covered over, unreadable as well.
             _mount(libc, "tmpfs", point, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=000")
+    if os.getpid() == 1:
+        # A PID namespace of its own: a /proc of its own too, which shows its
+        # processes alone (the host's names the judge's, whose memory, root
+        # and signals a file would otherwise reach). Where the host forbids
+        # it (a container that masks parts of /proc), the old one stays.
+        try:
+            _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except JailError:
+            pass
     _drop_mount_capability(libc)
 
 
@@ -159,6 +169,17 @@ def _probe() -> int:
     scratch = os.getcwd()
     for needed in [*json.loads(sys.argv[2])["keep_readonly"], sys.prefix]:
         os.listdir(needed)  # what a worker imports next must still be there (a virtualenv below /tmp)
+    if "--user" in sys.argv:
+        # As a worker would: another user from here on, who must still read
+        # Python's, torch's and Triton's files and the judge's.
+        from judge.worker import privileges
+        try:
+            privileges.drop(int(sys.argv[sys.argv.index("--user") + 1]))
+            import torch  # noqa: F401  pyflakes: ignore
+            import triton  # noqa: F401  pyflakes: ignore
+            import judge.worker.server  # noqa: F401  pyflakes: ignore
+        except Exception:  # noqa: BLE001 - any failure: not this way here
+            return 6
     if "--cuda" in sys.argv and not _cuda_runs():
         return 5
     try:

@@ -24,17 +24,30 @@ print, through sys.stdout, which solve can swap for a buffer and so read a
 block's values back. Here it writes to file descriptor 1, each block's
 values formatted by the worker (judge.worker.interpret does the same for
 tl.device_print).
+
+Python's own operators on blocks. The GPU compiler gives `and`, `or` and
+`not` Triton's meaning when a value is a tensor (element by element:
+logical_and, logical_or, __not__; every operand evaluated, constexprs still
+short-circuit), `max(...)` and `min(...)` that of tl.maximum and
+tl.minimum, and an `assert` that of tl.device_assert (nothing unless the
+kernel is compiled for debugging). The interpreter ran Python's: `a and b`
+on a mask kept one of the two whole, `max(x, 0.0)` one operand whole, and an
+assert failed a kernel the GPU runs. Here each is rewritten to a helper
+that does what the compiler does.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+from types import MappingProxyType
 
 import numpy as np
 
 WRAP = "__judge_loop_variables__"  # the wrappers' names in the kernel's globals
 PRINT = "__judge_kernel_print__"
+BOOL_OP, NOT, ASSERT = "__judge_bool_op__", "__judge_not__", "__judge_assert__"
+BUILTINS = MappingProxyType({"max": "__judge_builtin_max__", "min": "__judge_builtin_min__"})
 INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
@@ -71,6 +84,71 @@ def block_text(data, hex: bool = False) -> str:
 write, ravel = os.write, np.ravel  # taken before the submission is imported
 
 
+def bool_op(kind: str, *operands):
+    """`a and b ...` / `a or b ...` as the GPU compiler reads them: operands
+    evaluated in order (each a thunk); a constexpr that decides the result
+    short-circuits; tensors are combined element by element."""
+    from triton.language import core
+    tensors, value = [], None
+    for operand in operands:
+        value = operand()
+        if not isinstance(value, core.tensor):
+            if (kind == "and" and not value) or (kind == "or" and value):
+                return value
+            continue
+        tensors.append(value)
+    if not tensors:
+        return value
+    while len(tensors) >= 2:
+        rhs, lhs = tensors.pop(), tensors.pop()
+        tensors.append(lhs.logical_and(rhs) if kind == "and" else lhs.logical_or(rhs))
+    return tensors[0]
+
+
+def logical_not(value):
+    from triton.language import core
+    return value.__not__() if isinstance(value, core.tensor) else not value
+
+
+def kernel_assert(test, msg="") -> None:
+    """`assert` in a kernel: tl.device_assert, which does nothing unless the
+    kernel is compiled for debugging (the judge never asks for it)."""
+    from triton import language  # triton.language's functions are the ones patched for a launch
+    if isinstance(test, language.core.tensor):
+        language.device_assert(test, str(msg))
+
+
+def _extremum(name: str, python):
+    def extremum(*args, **kwargs):
+        from triton import language
+        if len(args) < 2 or not any(isinstance(a, language.core.tensor) for a in args):
+            return python(*args, **kwargs)
+        pick = language.maximum if name == "max" else language.minimum
+        out = args[0]
+        for arg in args[1:]:
+            out = pick(out, arg)
+        return out
+    return extremum
+
+
+import builtins as _builtins  # noqa: E402
+
+builtin_max, builtin_min = _extremum("max", _builtins.max), _extremum("min", _builtins.min)
+
+
+def bind(namespace: dict) -> None:
+    """The rewrite's helpers, under their names in a kernel's globals (again
+    before every launch: the file may have rebound them in between). Each
+    is read from this module, whose functions and names are sealed."""
+    namespace.update({WRAP: loop_variables, PRINT: kernel_print, BOOL_OP: bool_op, NOT: logical_not,
+                      ASSERT: kernel_assert, BUILTINS["max"]: builtin_max, BUILTINS["min"]: builtin_min})
+
+
+def _thunk(expr: ast.expr) -> ast.Lambda:
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                         kwarg=None, defaults=[]), body=expr)
+
+
 class _Rewrite(ast.NodeTransformer):
     def visit_For(self, node: ast.For):
         self.generic_visit(node)
@@ -83,7 +161,27 @@ class _Rewrite(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id == "print":
             node.func = ast.Name(id=PRINT, ctx=ast.Load())
+        elif isinstance(node.func, ast.Name) and node.func.id in BUILTINS:
+            node.func = ast.Name(id=BUILTINS[node.func.id], ctx=ast.Load())
         return node
+
+    def visit_BoolOp(self, node: ast.BoolOp):
+        self.generic_visit(node)
+        kind = "and" if isinstance(node.op, ast.And) else "or"
+        return ast.Call(func=ast.Name(id=BOOL_OP, ctx=ast.Load()),
+                        args=[ast.Constant(kind), *map(_thunk, node.values)], keywords=[])
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.Call(func=ast.Name(id=NOT, ctx=ast.Load()), args=[node.operand], keywords=[])
+        return node
+
+    def visit_Assert(self, node: ast.Assert):
+        self.generic_visit(node)
+        call = ast.Call(func=ast.Name(id=ASSERT, ctx=ast.Load()),
+                        args=[node.test, node.msg or ast.Constant("")], keywords=[])
+        return ast.Expr(value=call)
 
 
 def _is_range(func) -> bool:
@@ -120,8 +218,7 @@ def install() -> None:
     def _transform_ast(self, src):
         tree = ast.fix_missing_locations(_Rewrite().visit(original(self, src)))
         # Where the rewritten kernel is run (Triton adds its own names there too).
-        self.fn.__globals__.setdefault(WRAP, loop_variables)
-        self.fn.__globals__.setdefault(PRINT, kernel_print)
+        bind(self.fn.__globals__)
         return tree
 
     rewriter._transform_ast = _transform_ast
