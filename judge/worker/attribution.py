@@ -132,14 +132,37 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             if code in trusted:
                 return "submission" if unknown else "triton"
             if filename in known.judge_files:
-                return "submission" if unknown else "judge"
-            if not (filename in known.passed_files or filename.startswith(roots) or filename.startswith("<frozen ")):
+                return "submission" if unknown else caller_of_own(frame.f_back)
+            if not known_file(filename):
                 unknown = True
             frame = frame.f_back
         return "submission"
 
+    def known_file(filename: str) -> bool:
+        return filename in known.passed_files or filename.startswith(roots) or filename.startswith("<frozen ")
+
+    def caller_of_own(frame) -> str:
+        """The worker's own code asks: "judge" when the worker itself called
+        it (its main loop, or its Triton wrapper running the CPU mode's
+        launch checks), "submission" when the file did (a reply writer
+        swapped for the file's, a grid function of its own: either could
+        call the worker's functions to read tensors on the host)."""
+        while frame is not None:
+            code = frame.f_code
+            if code in trusted or code in known.trusting_codes:
+                return "judge"
+            filename = code.co_filename
+            if filename == submission or code in callbacks or not (filename in known.judge_files
+                                                                    or known_file(filename)):
+                return "submission"
+            frame = frame.f_back
+        return "judge"
+
+    import inspect
+    handing = frozenset({inspect.__file__})  # inspect.currentframe, stack...: frames for whoever asks
+
     def innermost_is_submission(frame) -> bool:
-        while frame is not None and frame.f_code in trusted:
+        while frame is not None and (frame.f_code in trusted or frame.f_code.co_filename in handing):
             frame = frame.f_back
         return frame is not None and frame.f_code.co_filename == submission
 

@@ -24,9 +24,15 @@ block whole, so it comes out right. Here a load of a block is checked
 against the current program's own block stores since its last barrier: an
 address loaded at another position of the block than the one that stored
 it is a race too. (Scalars are left out: which thread stores one is the
-compiler's business.) A launch that uses atomics is
-left alone (the last-block pattern, where an atomic counter orders a
-final program's loads after the others' stores, is correct on a GPU).
+compiler's business.)
+
+Atomics order programs, so a launch that uses them gets a narrower check.
+With a lock (atomic_cas or atomic_xchg), programs may take turns on the same
+data: left alone. With counters only (atomic_add and the like: the
+last-block pattern, where the program that counts last reads what the
+others stored, once per counter), an address stored plainly may still be
+read by one other program, not by several: a sum accumulated with plain
+loads and stores beside an atomic that orders nothing was accepted.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ import numpy as np
 
 _NO_SPAN = (1 << 64, -1)
 # own: address -> position in its block, of the current program's block stores since its last barrier
-_launch: dict = {"program": None, "stored": {}, "spans": [], "atomics": False, "own": {}, "own_span": _NO_SPAN}
+# readers: address -> the one program that read it after another stored it (counters only)
+_launch: dict = {"program": None, "stored": {}, "spans": [], "atomics": False, "locks": False, "own": {},
+                 "own_span": _NO_SPAN, "readers": {}}
 
 
 class RaceFound(BaseException):
@@ -52,7 +60,8 @@ def install(builder) -> None:
     barrier = builder.create_barrier
 
     def set_grid_dim(self, nx, ny, nz):
-        _launch.update(program=None, stored={}, spans=[], atomics=False, own={}, own_span=_NO_SPAN)
+        _launch.update(program=None, stored={}, spans=[], atomics=False, locks=False, own={}, own_span=_NO_SPAN,
+                       readers={})
         return set_dim(self, nx, ny, nz)
 
     def set_grid_idx(self, x, y, z):
@@ -65,23 +74,25 @@ def install(builder) -> None:
         return barrier(self)
 
     def create_masked_load(self, ptrs, mask, other, *rest, **more):
-        if _launch["stored"] and not _launch["atomics"]:
-            _check(ptrs.data, mask.data)
-            if _launch["own"]:
+        if _launch["stored"] and not _launch["locks"]:
+            _check(ptrs.data, mask.data, one_reader=_launch["atomics"])
+            if _launch["own"] and not _launch["atomics"]:
                 _check_own(ptrs.data, mask.data)
         return load(self, ptrs, mask, other, *rest, **more)
 
     def create_masked_store(self, ptrs, value, mask, *rest, **more):
-        if not _launch["atomics"]:
+        if not _launch["locks"]:
             _record(ptrs.data, mask.data)
         return store(self, ptrs, value, mask, *rest, **more)
 
-    def create_atomic_rmw(self, *args, **kwargs):
+    def create_atomic_rmw(self, op, *args, **kwargs):
         _launch["atomics"] = True
-        return rmw(self, *args, **kwargs)
+        if "XCHG" in str(op).upper():
+            _launch["locks"] = True
+        return rmw(self, op, *args, **kwargs)
 
     def create_atomic_cas(self, *args, **kwargs):
-        _launch["atomics"] = True
+        _launch.update(atomics=True, locks=True)
         return cas(self, *args, **kwargs)
 
     builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
@@ -124,17 +135,27 @@ def _record(ptrs, mask) -> None:
         spans.append((low, high))
 
 
-def _check(ptrs, mask) -> None:
+def _check(ptrs, mask, one_reader: bool = False) -> None:
+    """A plain load of what another program stored: a race; with counters
+    only (`one_reader`), a race once a second program reads it."""
     addresses = _addresses(ptrs, mask)
     if addresses.size == 0:
         return
     low, high = int(addresses.min()), int(addresses.max())
     if not any(low <= end and start <= high for start, end in _launch["spans"]):
         return  # another buffer than any stored to: inputs, mostly
-    stored, program = _launch["stored"], _launch["program"]
+    stored, program, readers = _launch["stored"], _launch["program"], _launch["readers"]
     for address in stored.keys() & set(addresses.tolist()):
         writer = stored[address]
-        if writer != program:
+        if writer != program and one_reader:
+            first = readers.setdefault(address, program)
+            if first != program:
+                raise RaceFound(
+                    f"data race: programs {first} and {program} of a launch both loaded an address that another "
+                    f"program (last: {writer}) had written with a plain store. Only atomics order a GPU's programs, "
+                    "and here they order nothing between these: combine results with tl.atomic_add and friends, "
+                    "or in a second launch")
+        elif writer != program:
             raise RaceFound(
                 f"data race: program {program} of a launch loaded an address that program {writer} of the same "
                 "launch had written with a plain store. A GPU runs a launch's programs in parallel, so what is "

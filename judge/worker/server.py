@@ -64,8 +64,44 @@ def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
         codes.add(run.__code__)
         sealed.append((cls, "run"))
 
+    def wrap_compiled(cls):
+        # A kernel compiled ahead (fn.warmup(...), as Triton's fused-softmax
+        # tutorial does) and launched as kernel[grid](...): counted as well.
+        original = cls.__getitem__
+
+        def getitem(self, grid):
+            runner = original(self, grid)
+
+            def launch(*args, **kwargs):
+                global _launches
+                _launches += 1
+                if cuda:
+                    stream = torch.cuda.current_stream()
+                    _streams.add(stream)
+                    after_start(stream)
+                return runner(*args, **kwargs)
+            return launch
+
+        cls.__getitem__ = getitem
+        codes.add(getitem.__code__)
+        codes.update(c for c in getitem.__code__.co_consts if getattr(c, "co_name", None) == "launch")
+        sealed.append((cls, "__getitem__"))
+        # Loading its binary and building its launcher (a C stub compiled on
+        # a new signature) is Triton's own work, when solve asks for it too.
+        load = cls._init_handles
+
+        def init_handles(self):
+            return load(self)
+
+        cls._init_handles = init_handles
+        codes.add(init_handles.__code__)
+        sealed.append((cls, "_init_handles"))
+
     wrap(jit.JITFunction, count=True)
     wrap(autotuner.Autotuner, count=False)
+    if cuda:
+        from triton.compiler.compiler import CompiledKernel
+        wrap_compiled(CompiledKernel)
     try:
         from triton.runtime.interpreter import InterpretedFunction
         wrap(InterpretedFunction, count=True)
@@ -215,7 +251,10 @@ class Worker:
             from judge.worker import interpreter_state
             interpreter_state.record()
         prepared = time.monotonic()
-        arming.arm(os.path.abspath(path), self.guard, trusted, sealed, os.dup(self.sock.fileno()))
+        # The socket the answers go out by, sealed with the rest (a file swapped
+        # it for a writer of its own that forged the outputs).
+        arming.arm(os.path.abspath(path), self.guard, trusted, sealed + [(self.__dict__, "sock")],
+                   os.dup(self.sock.fileno()))
         armed = time.monotonic()
 
         source = open(path, encoding="utf-8", errors="replace").read()
