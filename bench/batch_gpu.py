@@ -173,10 +173,16 @@ def main() -> int:
     ap.add_argument("--copies", type=int, default=1,
                     help="grade each file this many times, as that many files (--only correct --copies 4: a class "
                          "whose files all pass, so that every one is timed)")
+    ap.add_argument("--fixtures", action="store_true",
+                    help="the test fixtures too (tests/fixtures and tests/fixtures/gpu), each graded and timed as "
+                         "a class's file is: the timing exploits then go through the lanes' shared-GPU path")
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
     by_challenge = defaultdict(list)
-    for golden in goldens.examples():
+    root = Path(__file__).resolve().parent.parent
+    fixtures = goldens.read(root / "tests" / "fixtures") + goldens.read(root / "tests" / "fixtures" / "gpu") \
+        if ns.fixtures else []
+    for golden in goldens.examples() + fixtures:
         if not ns.only or any(part in golden.relative() for part in ns.only):
             by_challenge[golden.challenge].append(golden)
     started = time.monotonic()
