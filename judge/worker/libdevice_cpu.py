@@ -47,7 +47,19 @@ FUNCTIONS = {
     "hypot": (np.hypot, 2), "copysign": (np.copysign, 2), "fmod": (np.fmod, 2), "fmin": (np.fmin, 2),
     "fmax": (np.fmax, 2), "fdim": (lambda x, y: np.maximum(x - y, 0.0), 2), "div_rn": (np.divide, 2),
     "fast_dividef": (np.divide, 2), "fma": (lambda x, y, z: x * y + z, 3),
+    "sinpi": (lambda x: np.sin(np.pi * x), 1), "cospi": (lambda x: np.cos(np.pi * x), 1),
+    "ldexp": (lambda x, n: x * np.exp2(n), 2), "remainder": (lambda x, y: x - np.rint(x / y) * y, 2),
+    "lgamma": (np.vectorize(math.lgamma, otypes=[np.float64]), 1),
+    "normcdf": (lambda x: 0.5 * _erfc(-x / math.sqrt(2.0)), 1),
 }
+# The same operation in each of libdevice's IEEE rounding modes (rn, rz, rd, ru): computed in
+# float64 and rounded to the argument's type, as above (exact for rn; within an ulp for the others).
+for _mode in ("rn", "rz", "rd", "ru"):
+    FUNCTIONS.update({f"add_{_mode}": (np.add, 2), f"sub_{_mode}": (np.subtract, 2),
+                      f"mul_{_mode}": (np.multiply, 2), f"div_{_mode}": (np.divide, 2),
+                      f"rcp_{_mode}": (lambda x: 1.0 / x, 1), f"sqrt_{_mode}": (np.sqrt, 1),
+                      f"fma_{_mode}": (lambda x, y, z: x * y + z, 3)})
+FUNCTIONS["rsqrt_rn"] = (lambda x: 1.0 / np.sqrt(x), 1)
 
 
 def _popc(x):
@@ -74,11 +86,28 @@ def _clz(x):
     return bits - width
 
 
-# Functions whose result is an integer: (numpy function, Triton's result type name).
+def _saturated(values, dtype):
+    """Float to integer as the GPU converts: NaN to 0, beyond the range to its ends."""
+    info = np.iinfo(dtype)
+    return np.nan_to_num(np.clip(values, info.min, info.max), nan=0.0).astype(dtype)
+
+
+# Functions whose result type is not the argument's: (numpy function, Triton's result type name).
 INTEGER_RESULTS = {
     "signbit": (np.signbit, "int32"), "isnan": (np.isnan, "int1"), "isinf": (np.isinf, "int1"),
-    "isfinited": (np.isfinite, "int1"), "popc": (_popc, "int32"), "clz": (_clz, "int32"),
+    "isfinited": (np.isfinite, "int1"), "finitef": (np.isfinite, "int32"), "popc": (_popc, "int32"),
+    "clz": (_clz, "int32"),
+    "float_as_int": (lambda x: np.asarray(x, np.float32).view(np.int32), "int32"),
+    "int_as_float": (lambda x: np.asarray(x, np.int32).view(np.float32), "float32"),
+    "float2int_rn": (lambda x: _saturated(np.rint(x), np.int32), "int32"),
+    "float2int_rz": (lambda x: _saturated(np.trunc(x), np.int32), "int32"),
+    "float2int_rd": (lambda x: _saturated(np.floor(x), np.int32), "int32"),
+    "float2int_ru": (lambda x: _saturated(np.ceil(x), np.int32), "int32"),
+    "llrint": (lambda x: _saturated(np.rint(x), np.int64), "int64"),
+    "llround": (lambda x: _saturated(_round_half_away(x), np.int64), "int64"),
+    "abs": (np.abs, None),  # integers (__nv_abs, __nv_llabs) and floats alike: the argument's type
 }
+_NUMPY_TYPES = {"int1": np.bool_, "int32": np.int32, "int64": np.int64, "float32": np.float32}
 
 
 def _integer_implementation(numpy_fn, result: str):
@@ -88,9 +117,10 @@ def _integer_implementation(numpy_fn, result: str):
         if len(args) != 1 or not isinstance(args[0], core.tensor):
             raise NotImplementedError("this libdevice call is not available under Triton's interpreter")
         data = np.asarray(args[0].handle.data)
-        out = np.asarray(numpy_fn(data))
-        scalar = getattr(core, result)
-        out = out.astype(np.bool_ if result == "int1" else np.int32)
+        with np.errstate(all="ignore"):
+            out = np.asarray(numpy_fn(data))
+        scalar = getattr(core, result) if result else args[0].dtype
+        out = out.astype(_NUMPY_TYPES[result] if result else data.dtype)
         kind = core.block_type(scalar, list(out.shape)) if out.shape else scalar
         return core.tensor(TensorHandle(out, scalar), kind)
 
