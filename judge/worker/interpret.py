@@ -172,6 +172,13 @@ def install(emulate_tf32: bool = True) -> None:
         bench_fn()
         return False
 
+    def create_assert(self, condition, message):
+        # tl.device_assert in a kernel compiled for debugging: on a GPU a failed
+        # one is a device-side assert, a CUDA error the launch does not survive.
+        if not np.asarray(condition.data).all():
+            raise DeviceAssertFailed(f"device-side assert triggered: {message}")
+
+    interpreter.InterpreterBuilder.create_assert = create_assert
     arithmetic.install(interpreter)
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
@@ -209,6 +216,7 @@ def _check_launches(interpreter) -> None:
             frontend.check(self, args, kwargs)
             if warmup:  # fn.warmup(...): compiled ahead on a GPU (its errors raised above), run later
                 return CompiledStandIn(self, kwargs)
+            _debug_as_compiled(interpreter, self, kwargs)
             if isinstance(getattr(self.fn, "__globals__", None), dict):
                 kernel_rewrites.bind(self.fn.__globals__)  # the rewrite's helpers, as the worker made them
             with libdevice_cpu.during_launch(getattr(self.fn, "__globals__", None)):  # after the check, which must see libdevice's stubs
@@ -231,6 +239,27 @@ def _check_launches(interpreter) -> None:
 
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
+
+
+class DeviceAssertFailed(BaseException):
+    """A failed tl.device_assert (or assert) in a kernel compiled for
+    debugging: runtime_error, as the GPU's CUDA error is. A BaseException,
+    so that the interpreter's own `except Exception` passes it on."""
+
+
+def _debug_as_compiled(interpreter, fn, kwargs: dict) -> None:
+    """The interpreter's debug option for this launch, as Triton's JIT sets
+    the compiler's: the launch's, else the kernel's @jit(debug=...), or
+    TRITON_DEBUG (the interpreter's own is always off: a failed
+    tl.device_assert went unseen where the GPU stops)."""
+    import dataclasses
+
+    from triton import knobs
+    own = getattr(fn, "kwargs", None) or {}  # what @jit was given (InterpretedFunction keeps it there)
+    debug = bool(kwargs.get("debug", own.get("debug")) or knobs.runtime.debug)
+    builder = interpreter.interpreter_builder
+    if bool(getattr(builder.options, "debug", False)) != debug:
+        builder.options = dataclasses.replace(builder.options, debug=debug)  # put back before the next launch
 
 
 class CompiledStandIn:
