@@ -63,6 +63,8 @@ def test_fixture_verdict(name, monkeypatch):
         assert "inputs must be unchanged" in result.message
     if EXPECTED[name] == "rejected":
         assert "rule:" in result.message
+    if name == "escapes_through_proc.py":
+        assert "ESCAPED" not in result.stderr, result.stderr
 
 
 def test_sandbox_confines_the_worker(tmp_path):
@@ -337,3 +339,44 @@ def test_submission_cannot_write_the_judges_files(tmp_path, monkeypatch):
     assert result.verdict.value == "accepted", result.message
     for place in (JUDGE_ROOT / "judge", folder, Path("/root/.cache/tritonjudge")):
         assert not (place / ".judge-tamper-probe").exists(), place
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux only")
+def test_a_worker_gives_up_every_capability():
+    """judge.worker.privileges.drop_capabilities, in a process of its own:
+    nothing effective or permitted is left, root or not."""
+    import subprocess
+    import sys
+    code = ("from judge.worker import privileges; privileges.drop_capabilities(); "
+            "print(open('/proc/self/status').read())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent).stdout
+    caps = {line.split(":")[0]: int(line.split()[1], 16) for line in out.splitlines() if line.startswith("Cap")}
+    assert caps["CapEff"] == 0 and caps["CapPrm"] == 0 and caps["CapInh"] == 0, caps
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux only")
+def test_the_judge_is_not_dumpable_once_protected():
+    """judge.hardening: /proc/<judge>/mem, root and environ need the ptrace
+    capability, which no worker keeps."""
+    import ctypes
+    from judge.hardening import protect_judge
+    protect_judge()
+    assert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE
+
+
+def test_a_user_of_its_own_only_for_a_judge_run_as_root(monkeypatch, tmp_path):
+    """judge.sandbox: no user switch when the judge is not root, or is told
+    to keep root; the folders a grading's user gets are its own."""
+    import os
+    from judge import sandbox
+    box = sandbox.Sandbox(tool="unshare", network="cut", filesystem="shared")
+    monkeypatch.setenv("JUDGE_KEEP_ROOT", "1")
+    assert sandbox._user_holds("unshare", box) is False
+    user = sandbox.new_user()
+    assert (1 << 24) <= user < (1 << 30)
+    if os.geteuid() == 0:
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "file").write_text("x")
+        sandbox.give_to(tmp_path, user)
+        assert {p.stat().st_uid for p in [tmp_path, *tmp_path.rglob("*")]} == {user}
