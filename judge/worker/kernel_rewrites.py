@@ -124,9 +124,10 @@ def _extremum(name: str, python):
         if len(args) < 2 or not any(isinstance(a, language.core.tensor) for a in args):
             return python(*args, **kwargs)
         pick = language.maximum if name == "max" else language.minimum
+        nan = {"propagate_nan": kwargs["propagate_nan"]} if "propagate_nan" in kwargs else {}
         out = args[0]
         for arg in args[1:]:
-            out = pick(out, arg)
+            out = pick(out, arg, **nan)
         return out
     return extremum
 
