@@ -78,16 +78,19 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             frame = frame.f_back
         return False
 
-    def gate_allows(frame) -> bool:
+    def gate_allows(frame, mode_stack: bool = True) -> bool:
         """May this call through a gate (judge.worker.gates) go on? Only as
-        torch's own work for the guard (its mode entering or leaving) or for
-        an import: the first frame outside torch must be the guard's or an
-        installed module's initialisation."""
+        torch's own work for the guard (its mode entering or leaving: a gate
+        of the mode stack, `mode_stack`) or for an import: the first frame
+        outside torch must be the guard's or an installed module's
+        initialisation. (The guard never calls a kernel below the modes: a
+        builtin the file hands to the guard's thread start has no frame of
+        its own, and the guard's would speak for it.)"""
         torch_dir = known.torch_dir
         while frame is not None:
             code = frame.f_code
             if code in known.gate_codes:
-                return True
+                return mode_stack
             if code in known.skipped_codes or (torch_dir and code.co_filename.startswith(torch_dir)):
                 if code.co_name == "<module>":
                     return True  # torch importing a module of its own

@@ -99,6 +99,10 @@ HIDDEN_MODULES = ("ctypes", "_ctypes", "_cffi_backend", "cffi", "_posixsubproces
 INTERPRETER_FILE = os.path.join("triton", "runtime", "interpreter.py")
 INTERPRETER_COPIES = frozenset({"_to_cpu", "_from_cpu", "_init_args_hst", "_restore_args_dev"})
 
+# The gates the guard itself goes through, entering and leaving its modes.
+MODE_STACK = frozenset({"_push_on_torch_dispatch_stack", "_pop_torch_dispatch_stack", "_set_dispatch_mode",
+                        "_unset_dispatch_mode"})
+
 _installed = False
 
 
@@ -161,7 +165,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             theirs = kind == "address" and blame(caller)
             allowed = (kind in ("overload", "address") or (kind == "submission" and not blame(caller))
                        or (kind == "host" and host_allowed(caller))
-                       or (kind == "thread" and thread_allowed(caller)) or (kind == "call" and gate_allows(caller)))
+                       or (kind == "thread" and thread_allowed(caller))
+                       or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in MODE_STACK)))
         finally:
             busy.discard(me)
         if not allowed:

@@ -60,6 +60,10 @@ def check(kernel, args: tuple, kwargs: dict) -> None:
             return
         with _tensor_methods_twinned():
             binding = _bind(twin, args, kwargs)
+    except TypeError as exc:
+        if "specialize" in str(exc):
+            raise  # an argument Triton's launcher cannot pass (a plain object): the same error on a GPU
+        return
     except Exception:  # noqa: BLE001 - the front end cannot tell: the interpreter decides, as before
         return
     _check_options(binding[-1])

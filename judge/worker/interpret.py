@@ -179,6 +179,20 @@ def install(emulate_tf32: bool = True) -> None:
             raise DeviceAssertFailed(f"device-side assert triggered: {message}")
 
     interpreter.InterpreterBuilder.create_assert = create_assert
+    made = interpreter.InterpretedFunction.__init__
+
+    def __init__(self, fn, **kwargs):
+        # @triton.jit on a GPU reads the function's source at once (Triton's
+        # JITCallable): one made from a string has none, and is refused
+        # there; the interpreter ran it as plain Python, never checked.
+        import inspect
+        try:
+            inspect.getsourcelines(fn)
+        except OSError as e:
+            raise ValueError("@jit functions should be defined in a Python file") from e
+        made(self, fn, **kwargs)
+
+    interpreter.InterpretedFunction.__init__ = __init__
     arithmetic.install(interpreter)
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache

@@ -8,8 +8,9 @@ submissions' files. In a mount namespace of its own, before Python imports
 anything else and before any submission code exists in the process, the
 worker makes (as bubblewrap's options do):
 
-  * every mount read-only, except /dev as it is and /proc (its own,
-    where it has a PID namespace of its own), a
+  * every mount read-only, /dev and the kernel's settings under /proc
+    too (device nodes still open), /proc its own where it has a PID
+    namespace of its own, a
     private /tmp and /dev/shm (fresh tmpfs), and the folders it must write
     (its scratch folder, its grading's Triton cache), bound back read-write;
   * what it needs from the old /tmp (a virtual environment, the judge)
@@ -112,7 +113,33 @@ def enter(writable: list[str], hidden: list[str], keep_readonly: list[str]) -> N
             _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         except JailError:
             pass
+    _kernel_knobs_readonly(libc)
     _drop_mount_capability(libc)
+
+
+# Below /dev and /proc, what a process of the host's root user could write
+# with no capability at all (its owner's bits): files in /dev (a channel
+# between gradings), the kernel's settings (/proc/sys: core_pattern runs a
+# program as the host's root), sysrq. Read-only here, as container runtimes
+# make them; device nodes still open for writing on a read-only mount.
+READONLY_KNOBS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+
+
+def _kernel_knobs_readonly(libc) -> None:
+    for point, kept in _mounts():
+        if _under(point, ("/dev",)) and point != "/dev/shm":
+            try:
+                _mount(libc, None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+            except JailError:
+                pass
+    for path in READONLY_KNOBS:
+        if not os.path.exists(path):
+            continue
+        try:
+            _mount(libc, path, path, None, MS_BIND)
+            _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except JailError:
+            pass
 
 
 def _drop_mount_capability(libc) -> None:

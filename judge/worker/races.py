@@ -27,12 +27,16 @@ it is a race too. (Scalars are left out: which thread stores one is the
 compiler's business.)
 
 Atomics order programs, so a launch that uses them gets a narrower check.
-With a lock (atomic_cas or atomic_xchg), programs may take turns on the same
-data: left alone. With counters only (atomic_add and the like: the
-last-block pattern, where the program that counts last reads what the
-others stored, once per counter), an address stored plainly may still be
-read by one other program, not by several: a sum accumulated with plain
-loads and stores beside an atomic that orders nothing was accepted.
+A program that holds a lock (an atomic_cas that swapped, until an
+atomic_xchg gives it back) may read what others stored: programs take turns
+there. With counters (atomic_add and the like: the last-block pattern, where
+the program that counts last reads what the others stored), an address
+stored plainly may be read by one other program, not by several, and no more
+programs may read others' stores than the launch has scalar counters: a sum
+accumulated with plain loads and stores beside an atomic that orders
+nothing, or a chain of programs each reading the previous one's total, was
+accepted. An 8-byte store covers both its 4-byte halves (a total stored as
+an int64 and read back as a float32 from its upper half).
 """
 
 from __future__ import annotations
@@ -41,9 +45,10 @@ import numpy as np
 
 _NO_SPAN = (1 << 64, -1)
 # own: address -> position in its block, of the current program's block stores since its last barrier
-# readers: address -> the one program that read it after another stored it (counters only)
-_launch: dict = {"program": None, "stored": {}, "spans": [], "atomics": False, "locks": False, "own": {},
-                 "own_span": _NO_SPAN, "readers": {}}
+# readers: address -> the one program that read it after another stored it (counters only);
+# reading: the programs that did; counters: addresses of scalar atomics (not locks); holding: a lock taken
+_launch: dict = {"program": None, "stored": {}, "spans": [], "atomics": False, "holding": False, "own": {},
+                 "own_span": _NO_SPAN, "readers": {}, "reading": set(), "counters": set()}
 
 
 class RaceFound(BaseException):
@@ -60,13 +65,13 @@ def install(builder) -> None:
     barrier = builder.create_barrier
 
     def set_grid_dim(self, nx, ny, nz):
-        _launch.update(program=None, stored={}, spans=[], atomics=False, locks=False, own={}, own_span=_NO_SPAN,
-                       readers={})
+        _launch.update(program=None, stored={}, spans=[], atomics=False, holding=False, own={}, own_span=_NO_SPAN,
+                       readers={}, reading=set(), counters=set())
         return set_dim(self, nx, ny, nz)
 
     def set_grid_idx(self, x, y, z):
         _launch["program"] = (int(x), int(y), int(z))
-        _launch.update(own={}, own_span=_NO_SPAN)
+        _launch.update(own={}, own_span=_NO_SPAN, holding=False)
         return set_idx(self, x, y, z)
 
     def create_barrier(self):
@@ -74,26 +79,30 @@ def install(builder) -> None:
         return barrier(self)
 
     def create_masked_load(self, ptrs, mask, other, *rest, **more):
-        if _launch["stored"] and not _launch["locks"]:
-            _check(ptrs.data, mask.data, one_reader=_launch["atomics"])
+        if _launch["stored"] and not _launch["holding"]:
+            _check(ptrs.data, mask.data, one_reader=_launch["atomics"], wide=_width(ptrs) == 8)
             if _launch["own"] and not _launch["atomics"]:
                 _check_own(ptrs.data, mask.data)
         return load(self, ptrs, mask, other, *rest, **more)
 
     def create_masked_store(self, ptrs, value, mask, *rest, **more):
-        if not _launch["locks"]:
-            _record(ptrs.data, mask.data)
+        _record(ptrs.data, mask.data, wide=np.asarray(value.data).dtype.itemsize == 8)
         return store(self, ptrs, value, mask, *rest, **more)
 
-    def create_atomic_rmw(self, op, *args, **kwargs):
+    def create_atomic_rmw(self, op, ptr, *args, **kwargs):
         _launch["atomics"] = True
         if "XCHG" in str(op).upper():
-            _launch["locks"] = True
-        return rmw(self, op, *args, **kwargs)
+            _launch["holding"] = False  # a lock given back (or a value swapped in: no lock held either way)
+        elif np.asarray(ptr.data).size == 1:
+            _launch["counters"].add(int(np.asarray(ptr.data).ravel()[0]))
+        return rmw(self, op, ptr, *args, **kwargs)
 
-    def create_atomic_cas(self, *args, **kwargs):
-        _launch.update(atomics=True, locks=True)
-        return cas(self, *args, **kwargs)
+    def create_atomic_cas(self, ptr, cmp, *args, **kwargs):
+        _launch["atomics"] = True
+        old = cas(self, ptr, cmp, *args, **kwargs)
+        if np.array_equal(np.asarray(old.data), np.asarray(cmp.data)):
+            _launch["holding"] = True  # it swapped: a lock taken (one that never swaps orders nothing)
+        return old
 
     builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
     builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
@@ -116,18 +125,27 @@ def _positions(ptrs, mask) -> np.ndarray:
     return np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), ptrs.shape))
 
 
-def _record(ptrs, mask) -> None:
+def _width(ptrs) -> int:
+    """Bytes of the element a pointer (block) points to; 4 when not known."""
+    kind = getattr(ptrs, "dtype", None)
+    kind = getattr(kind, "scalar", kind)
+    return int(getattr(getattr(kind, "element_ty", None), "primitive_bitwidth", 32)) // 8
+
+
+def _record(ptrs, mask, wide: bool = False) -> None:
     addresses = _addresses(ptrs, mask)
     if addresses.size == 0:
         return
     program = _launch["program"]
     listed = addresses.tolist()
     _launch["stored"].update(dict.fromkeys(listed, program))
+    if wide:  # its upper half, as a 4-byte load would name it
+        _launch["stored"].update(dict.fromkeys((addresses + 4).tolist(), program))
     if np.asarray(ptrs).size > 1:
         _launch["own"].update(zip(listed, _positions(ptrs, mask).tolist()))
         span = _launch["own_span"]
         _launch["own_span"] = (min(span[0], int(addresses.min())), max(span[1], int(addresses.max())))
-    low, high = int(addresses.min()), int(addresses.max())
+    low, high = int(addresses.min()), int(addresses.max()) + (4 if wide else 0)
     spans = _launch["spans"]
     if spans and low <= spans[-1][1] + 64 and high >= spans[-1][0] - 64:
         spans[-1] = (min(low, spans[-1][0]), max(high, spans[-1][1]))
@@ -135,12 +153,16 @@ def _record(ptrs, mask) -> None:
         spans.append((low, high))
 
 
-def _check(ptrs, mask, one_reader: bool = False) -> None:
+def _check(ptrs, mask, one_reader: bool = False, wide: bool = False) -> None:
     """A plain load of what another program stored: a race; with counters
-    only (`one_reader`), a race once a second program reads it."""
+    (`one_reader`), a race once a second program reads it, or once more
+    programs read others' stores than there are counters. `wide`: 8-byte
+    elements, whose upper halves count too."""
     addresses = _addresses(ptrs, mask)
     if addresses.size == 0:
         return
+    if wide:
+        addresses = np.concatenate([addresses, addresses + 4])
     low, high = int(addresses.min()), int(addresses.max())
     if not any(low <= end and start <= high for start, end in _launch["spans"]):
         return  # another buffer than any stored to: inputs, mostly
@@ -149,6 +171,14 @@ def _check(ptrs, mask, one_reader: bool = False) -> None:
         writer = stored[address]
         if writer != program and one_reader:
             first = readers.setdefault(address, program)
+            reading = _launch["reading"]
+            reading.add(program)
+            if len(reading) > max(1, len(_launch["counters"])):
+                raise RaceFound(
+                    f"data race: {len(reading)} programs of a launch (the last: {program}) loaded addresses "
+                    f"other programs had written with plain stores, with {len(_launch['counters'])} atomic "
+                    "counter(s) to order them: only the program that counts last may read what the others "
+                    "stored. Combine results with tl.atomic_add and friends, or in a second launch")
             if first != program:
                 raise RaceFound(
                     f"data race: programs {first} and {program} of a launch both loaded an address that another "
