@@ -154,7 +154,7 @@ def install(emulate_tf32: bool = True) -> None:
             # first stays float32 on the GPU. (The multiply's operands are kept
             # on its result by judge.worker.arithmetic.)
             operands = arithmetic.product_operands(input.handle)
-            if operands is not None and self.axis == 1 and _outer_broadcast(*operands):
+            if operands is not None and self.axis is not None and self.axis % 3 == 1 and _outer_broadcast(*operands):
                 rounded = round_to_tf32(operands[0]) * round_to_tf32(operands[1])
                 return self.to_tensor(np.sum(rounded, axis=1, keepdims=self.keep_dims), input.dtype)
             return original_sum(self, input)
@@ -193,6 +193,17 @@ def install(emulate_tf32: bool = True) -> None:
         made(self, fn, **kwargs)
 
     interpreter.InterpretedFunction.__init__ = __init__
+    convert = interpreter._implicit_cvt
+
+    def _implicit_cvt(arg):
+        # A float argument is an fp32 scalar in the kernel the GPU compiles
+        # (alpha.to(x.dtype) works there); the interpreter left a Python float.
+        if isinstance(arg, float):
+            return interpreter.tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32),
+                                                                  interpreter.tl.float32), interpreter.tl.float32)
+        return convert(arg)
+
+    interpreter._implicit_cvt = _implicit_cvt
     arithmetic.install(interpreter)
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
@@ -231,6 +242,8 @@ def _check_launches(interpreter) -> None:
             if warmup:  # fn.warmup(...): compiled ahead on a GPU (its errors raised above), run later
                 return CompiledStandIn(self, kwargs)
             _debug_as_compiled(interpreter, self, kwargs)
+            if callable(grid):
+                grid = _grid_as_compiled(self, grid, args, kwargs)
             if isinstance(getattr(self.fn, "__globals__", None), dict):
                 kernel_rewrites.bind(self.fn.__globals__)  # the rewrite's helpers, as the worker made them
             with libdevice_cpu.during_launch(getattr(self.fn, "__globals__", None)):  # after the check, which must see libdevice's stubs
@@ -253,6 +266,17 @@ def _check_launches(interpreter) -> None:
 
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
+
+
+def _grid_as_compiled(fn, grid, args: tuple, kwargs: dict) -> tuple:
+    """A grid function called as Triton's JIT calls it on a GPU: with the
+    launch's arguments as given (ints as ints), where the interpreter passed
+    its own scalars, on which math.ceil and a negative floor division
+    truncate (an honest tail block went missing)."""
+    import inspect
+    names = inspect.getfullargspec(fn.fn).args
+    bound = inspect.getcallargs(fn.fn, *args, **{k: v for k, v in kwargs.items() if k in names})
+    return tuple(grid(bound))
 
 
 class DeviceAssertFailed(BaseException):
