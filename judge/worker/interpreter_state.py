@@ -12,7 +12,8 @@ judges its kernel.
 
 So before the file is imported the worker records the interpreter as it set
 it up (its own patches in place): the members of every class of
-triton.runtime.interpreter, that module's globals, the native interpreter's
+triton.runtime.interpreter and of triton.language's tensor and constexpr,
+that module's globals, the native interpreter's
 functions, numpy's, the methods and options of the interpreter's builder
 instance, and the CPU mode's own settings (the front end's backend, the
 libdevice stand-ins).
@@ -49,7 +50,11 @@ def _owners() -> list[tuple[object, bool]]:
     # And the CPU mode's own settings, which are plain dicts in its modules:
     # the front end's GPU backend (None turned its check off) and the numpy
     # stand-ins for libdevice.
-    return [(interpreter, False), (native, False), (numpy, False)] + [(cls, True) for cls in classes] \
+    # triton.language's values, whose methods a kernel calls: a method a file
+    # adds there runs on the data under the interpreter (on the IR on a GPU).
+    from triton.language import core
+    language = [core.tensor, core.constexpr]
+    return [(interpreter, False), (native, False), (numpy, False)] + [(cls, True) for cls in classes + language] \
         + [(frontend._state, True), (libdevice_cpu.made(), True)]
 
 
