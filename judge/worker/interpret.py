@@ -161,12 +161,26 @@ def install(emulate_tf32: bool = True) -> None:
 
         interpreter.ReduceOps.sum = tf32_sum
 
+    bench = autotuner.Autotuner._bench
+
     def equal_cost(self, *args, config, **meta):
         # A config the GPU cannot run (more threads than a block may have)
         # costs infinity there, as Triton's own benchmark makes it; the
         # rest cost the same, so the first of them runs.
         from judge.worker import frontend
-        return [float("inf")] * 3 if frontend.too_big(config.all_kwargs()) else [0.0, 0.0, 0.0]
+        if frontend.too_big(config.all_kwargs()):
+            return [float("inf")] * 3
+        if _accumulates(self):
+            # A GPU's benchmark runs each config's call, hooks included, many
+            # times on the real arguments: a kernel that adds into its output
+            # with atomics and no reset_to_zero adds it up as often. Once
+            # here, which is enough to show it.
+            kept, self._do_bench = self._do_bench, (lambda call, quantiles: (call(), [0.0, 0.0, 0.0])[1])
+            try:
+                bench(self, *args, config=config, **meta)
+            finally:
+                self._do_bench = kept
+        return [0.0, 0.0, 0.0]
 
     def no_disk_cache(self, tuning_key, configs, bench_fn):
         bench_fn()
@@ -266,6 +280,20 @@ def _check_launches(interpreter) -> None:
 
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
+
+
+def _accumulates(tuner) -> bool:
+    """Whether an autotuned kernel uses atomics (its own source): running it
+    again may change what it leaves in memory."""
+    found = getattr(tuner, "_judge_accumulates", None)
+    if found is None:
+        import inspect
+        try:
+            found = "atomic_" in inspect.getsource(tuner.base_fn)
+        except (OSError, TypeError):
+            found = False
+        tuner._judge_accumulates = found
+    return found
 
 
 def _grid_as_compiled(fn, grid, args: tuple, kwargs: dict) -> tuple:
