@@ -83,3 +83,41 @@ def test_oversized_file(tmp_path):
     write(tmp_path / "big.py", "#" * (1 << 20) + "\n")
     found = discover(tmp_path)
     assert found.entries == [] and "limit" in found.problems[0]
+
+
+def test_only_regular_files_are_read(tmp_path):
+    """A link to another student's file (it took their grade), a link out of
+    the class (its contents showed in the message), a pipe (it hung the
+    batch): none is read, each is one line in `problems`."""
+    write(tmp_path / "alice" / "solution.py")
+    own = write(tmp_path / "mallory" / "mine.py")
+    (tmp_path / "mallory" / "solution.py").symlink_to(tmp_path / "alice" / "solution.py")
+    secret = write(tmp_path.parent / "secret.txt", "hmac-key\n")
+    (tmp_path / "leak.py").symlink_to(secret)
+    os.mkfifo(tmp_path / "pipe.py")
+    found = discover(tmp_path)
+    by_id = {e.id: e for e in found.entries}
+    assert sorted(by_id) == ["alice", "mallory"]
+    assert by_id["mallory"].path == own.resolve()
+    assert all("hmac-key" not in e.source for e in found.entries)
+    assert sum("not a regular file" in p or "a link" in p for p in found.problems) == 3
+
+
+def test_names_made_printable(tmp_path):
+    """A name that is not UTF-8, or carries a terminal's escape sequence, is
+    stored and shown with those characters replaced."""
+    write(tmp_path / os.fsdecode(b"x\xff.py"))
+    write(tmp_path / "zz\x1b[2Kbob.py")
+    ids = sorted(e.id for e in discover(tmp_path).entries)
+    assert ids == ["x\ufffd", "zz\ufffd[2Kbob"]
+    assert all(s.encode("utf-8") for s in ids)
+
+
+def test_an_exact_name_wins_over_a_partial_roster_match(tmp_path):
+    """With a roster, a_bob.py mentions bob; bob.py is bob's, whatever sorts first."""
+    write(tmp_path / "a_bob.py", "# not bob's\n")
+    write(tmp_path / "bob.py", "# bob's\n")
+    roster = read_roster(write(tmp_path.parent / "r.csv", "id\nbob\n"))
+    found = discover(tmp_path, roster)
+    assert [(e.id, e.source) for e in found.entries] == [("bob", "# bob's\n")]
+    assert any("a_bob.py" in p and "duplicate id 'bob'" in p for p in found.problems)

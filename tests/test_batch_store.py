@@ -84,3 +84,18 @@ def test_foreign_write_is_noticed_and_undone(tmp_path):
     assert store.written_by_another()
     assert store.repair() == ["a"]
     assert store.to_grade(["a", "b"], "cfg") == ["a", "b"]
+
+
+def test_what_a_submission_puts_in_its_result_is_stored(tmp_path):
+    """A lone surrogate in a message (SQLite refused it, and the batch died)
+    and NaN in an error (no JSON word for it) are stored, replaced."""
+    store = Store(tmp_path)
+    store.sync([entry("surr")], [])
+    result = dict(compile_error(), message="lone \ud800 surrogate")
+    result["cases"] = [dict(result["cases"][0], max_abs_err=float("nan"))] if result.get("cases") else \
+        [{"name": "example", "status": "wrong_answer", "max_abs_err": float("inf")}]
+    store.record("surr", "a" * 64, "cfg", None, result)
+    row = next(r for r in store.rows() if r["id"] == "surr")
+    assert "\ufffd" in row["message"] or "?" in row["message"]
+    assert row["result"]["cases"][0]["max_abs_err"] is None
+    store.close()

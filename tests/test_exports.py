@@ -150,3 +150,13 @@ def test_json_lines(results):
 def test_export_without_store(tmp_path):
     run = CliRunner().invoke(main, ["export", str(tmp_path), "--format", "csv"])
     assert run.exit_code == 2 and "no results store" in run.output
+
+
+def test_junit_keeps_only_what_xml_can_hold():
+    """A submission's text with U+FFFF or a lone surrogate (the report no
+    longer parsed) is cleaned before it goes into the XML."""
+    import xml.etree.ElementTree as ET
+    from judge.export.junit import _clean
+    text = _clean("ok \uffff \ufffe \ud800 \x1b end")
+    assert text == "ok     end"
+    ET.fromstring(f"<a>{text}</a>")

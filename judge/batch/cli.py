@@ -63,6 +63,7 @@ def batch(folder, challenge_name, out, device, gpus, lanes, lanes_per_gpu, worke
     if as_json:
         return
     from rich.console import Console
+    from rich.markup import escape
     console = Console()
     store = Store.open_existing(out)
     try:
@@ -78,5 +79,5 @@ def batch(folder, challenge_name, out, device, gpus, lanes, lanes_per_gpu, worke
         console.print(f"drift check ({d['file']}): start {d['start']['latency_ms']} ms, end {d['end']['latency_ms']} "
                       f"ms, change {d['change_percent']} %")
     for line in outcome.discovery.problems:
-        console.print(f"[yellow]{line}[/]", markup=True, highlight=False)
+        console.print(f"[yellow]{escape(line)}[/]", markup=True, highlight=False)  # file names: never markup
     sys.stdout.flush()

@@ -1,12 +1,22 @@
 """Finding the submissions of a class: a flat folder of .py files, one folder
 per student (the student id is the folder's name), or both side by side, and
 an optional roster CSV (id, name, email). Every oddity is one line in
-`problems`, never an exception."""
+`problems`, never an exception.
+
+A class folder comes from students (an LMS download, a clone of their
+repositories), so only regular files are read, never through a link (a link
+to another student's file took their grade; one to a file outside the class
+showed its contents in the message; a pipe hung the batch, /dev/zero filled
+its memory), and a name that is not printable UTF-8 is shown with its odd
+characters replaced (one crashed the store)."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import os
+import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,23 +79,47 @@ def read_roster(path: Path) -> list[Student]:
     return students
 
 
-def _read(path: Path, problems: list[str]) -> tuple[str, str] | None:
+def printable(text: str) -> str:
+    """A name as it can be stored and shown: bytes that were not UTF-8 (kept
+    by Python as lone surrogates) and control characters (a terminal's
+    escape sequences) replaced by U+FFFD."""
+    text = text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+    return "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cs") else c for c in text)
+
+
+def _regular(path: Path) -> bool:
+    """A regular file itself (lstat: a link is not followed)."""
     try:
-        data = path.read_bytes()
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _read(path: Path, problems: list[str]) -> tuple[str, str] | None:
+    if not _regular(path):
+        problems.append(f"{printable(str(path))}: not a regular file (a link, a pipe, a device); not graded")
+        return None
+    try:
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW | os.O_NONBLOCK)) as fh:
+            data = fh.read(MAX_SOURCE_BYTES + 1)
     except OSError as exc:
-        problems.append(f"{path}: unreadable ({exc.strerror or exc}); not graded")
+        problems.append(f"{printable(str(path))}: unreadable ({exc.strerror or exc}); not graded")
         return None
     if len(data) > MAX_SOURCE_BYTES:
-        problems.append(f"{path}: {len(data):,} bytes, over the {MAX_SOURCE_BYTES:,}-byte limit; not graded")
+        problems.append(f"{printable(str(path))}: over the {MAX_SOURCE_BYTES:,}-byte limit; not graded")
         return None
     return hashlib.sha256(data).hexdigest(), data.decode("utf-8", errors="replace")
 
 
 def _pick(folder: Path, problems: list[str]) -> Path | None:
-    files = sorted(p for p in folder.rglob("*.py") if not any(part in IGNORED or part.startswith(".")
-                                                               for part in p.relative_to(folder).parts))
+    candidates = sorted(p for p in _walk(folder) if p.suffix == ".py" and not any(
+        part in IGNORED or part.startswith(".") for part in p.relative_to(folder).parts))
+    files = [p for p in candidates if _regular(p)]
+    for p in candidates:
+        if p not in files:
+            problems.append(f"{printable(str(p))}: not a regular file (a link, a pipe, a device); not read")
     if not files:
-        others = [p for p in folder.rglob("*") if p.is_file()]
+        others = [p for p in _walk(folder) if _regular(p)]
         problems.append(f"{folder}: " + ("empty folder" if not others else
                                          f"no .py file ({len(others)} other file(s)); nothing graded"))
         return None
@@ -101,16 +135,24 @@ def _pick(folder: Path, problems: list[str]) -> Path | None:
     return None
 
 
-def _match_roster(stem: str, roster_ids: set[str]) -> str:
-    """LMS exports name files lastname_userid_fileid_original.py: a roster id
-    among the name's parts is the student."""
+def _walk(folder: Path):
+    """Every file below a student's folder, links to folders not followed."""
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in files:
+            yield Path(root) / name
+
+
+def _match_roster(stem: str, roster_ids: set[str]) -> tuple[str, bool]:
+    """(id, exact). LMS exports name files lastname_userid_fileid_original.py:
+    a roster id among the name's parts is the student, unless a file is
+    named exactly as a student is (that one is theirs)."""
     if stem in roster_ids:
-        return stem
+        return stem, True
     for sep in ("_", "-", " "):
         hits = [part for part in stem.split(sep) if part in roster_ids]
         if len(hits) == 1:
-            return hits[0]
-    return stem
+            return hits[0], False
+    return stem, True
 
 
 def discover(folder: Path, roster: list[Student] | None = None) -> Discovery:
@@ -119,27 +161,36 @@ def discover(folder: Path, roster: list[Student] | None = None) -> Discovery:
         raise UsageError(f"no such folder: {folder}")
     by_id = {s.id: s for s in roster or []}
     problems: list[str] = []
-    found: list[tuple[str, Path]] = []
+    found: list[tuple[str, Path, bool]] = []
     flat = folders = 0
     for item in sorted(folder.iterdir()):
         if item.name in IGNORED or item.name.startswith("."):
+            if item.name not in IGNORED:
+                problems.append(f"{printable(str(item))}: a hidden name; skipped")
             continue
-        if item.is_dir():
+        if item.is_symlink():
+            problems.append(f"{printable(str(item))}: a link; not followed, not graded")
+        elif item.is_dir():
             folders += 1
             chosen = _pick(item, problems)
             if chosen is not None:
-                found.append((item.name, chosen))
+                found.append((printable(item.name), chosen, True))
         elif item.suffix == ".py":
             flat += 1
-            found.append((_match_roster(item.stem, set(by_id)), item))
+            sid, exact = _match_roster(printable(item.stem), set(by_id))
+            found.append((sid, item, exact))
         elif item.is_file() and not (roster and item.suffix == ".csv"):
-            problems.append(f"{item}: not a .py file; skipped")
+            problems.append(f"{printable(str(item))}: not a .py file; skipped")
     discovery = Discovery(layout="empty" if not found else "mixed" if flat and folders
                           else "folders" if folders else "flat", problems=problems)
+    # A file named exactly as a student (or that student's folder) comes
+    # first: another file that merely mentions the id cannot displace it.
+    found.sort(key=lambda item: not item[2])
     taken: dict[str, Path] = {}
-    for sid, path in found:
+    for sid, path, _ in found:
         if sid in taken:
-            problems.append(f"{path}: duplicate id {sid!r} (also {taken[sid]}); only the first is graded")
+            problems.append(f"{printable(str(path))}: duplicate id {sid!r} (also {printable(str(taken[sid]))}); "
+                            "only the first is graded")
             continue
         read = _read(path, problems)
         if read is None:
@@ -147,7 +198,7 @@ def discover(folder: Path, roster: list[Student] | None = None) -> Discovery:
         taken[sid] = path
         student = by_id.get(sid)
         if roster is not None and student is None:
-            problems.append(f"{path}: id {sid!r} is not on the roster; graded anyway")
+            problems.append(f"{printable(str(path))}: id {sid!r} is not on the roster; graded anyway")
         discovery.entries.append(Entry(id=sid, path=path.resolve(), sha256=read[0], source=read[1],
                                        name=student.name if student else "",
                                        email=student.email if student else ""))

@@ -11,9 +11,12 @@ from collections import Counter
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 from rich.table import Table
+
+from .discover import printable
 
 VERDICT_STYLE = {"accepted": "green", "wrong_answer": "red", "missing": "dim", "internal_error": "magenta"}
 
@@ -67,7 +70,7 @@ class LivePanel(Display):
         counts = "  ".join(f"[{VERDICT_STYLE.get(v, 'yellow')}]{v}[/] {n}" for v, n in sorted(self.counts.items()))
         lanes = Table.grid(padding=(0, 2))
         for name, sid in self.lanes.items():
-            lanes.add_row(f"[bold]{name}[/]", sid or "[dim]idle[/]")
+            lanes.add_row(f"[bold]{escape(name)}[/]", escape(printable(sid)) if sid else "[dim]idle[/]")
         return Group(self.progress, counts or "[dim]no result yet[/]", lanes)
 
     def __enter__(self):
@@ -100,6 +103,7 @@ def summary_table(rows: list[dict]) -> Table:
         score = f"{row['score']:.1f}" if row.get("score") is not None else ""
         latency = f"{row['latency_ms']:.3f}" if row.get("latency_ms") is not None else ""
         cases = f"{row['cases_passed']}/{row['cases_run']}" if row.get("cases_run") is not None else ""
-        table.add_row(row["id"], f"[{VERDICT_STYLE.get(verdict, 'yellow')}]{verdict}[/]", score, latency, cases,
-                      row.get("first_failing_case") or "")
+        # Ids come from file names: shown as text, never as markup or terminal control.
+        table.add_row(escape(printable(str(row["id"]))), f"[{VERDICT_STYLE.get(verdict, 'yellow')}]{escape(verdict)}[/]",
+                      score, latency, cases, escape(printable(str(row.get("first_failing_case") or ""))))
     return table

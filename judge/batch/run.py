@@ -228,8 +228,14 @@ def _record(store: Store, event: Event, entry, config: str, run_id: int, options
                      f"(install bubblewrap so that workers cannot); results dropped for regrading: "
                      f"{', '.join(dropped) or 'none'}")
         display.note(notes[-1])
-    store.record(entry.id, entry.sha256, config, run_id, result, lane=event.lane, wall_s=event.wall_s,
-                 flags=flags)
+    try:
+        store.record(entry.id, entry.sha256, config, run_id, result, lane=event.lane, wall_s=event.wall_s,
+                     flags=flags)
+    except Exception as exc:  # noqa: BLE001 - one result the store refused must not stop the class
+        result = failure_result(event.job, f"the judge could not store this result: {type(exc).__name__}: {exc}",
+                                options)
+        store.record(entry.id, entry.sha256, config, run_id, {**result, "submission": str(entry.path)},
+                     lane=event.lane, wall_s=event.wall_s, flags=flags)
     event.job.path.unlink(missing_ok=True)
     line = {"id": entry.id, "file": str(entry.path), "sha256": entry.sha256, "lane": event.lane,
             "wall_s": event.wall_s, "result": result}

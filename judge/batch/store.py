@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterable
@@ -62,6 +63,22 @@ def now() -> str:
 
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def clean(value: Any) -> Any:
+    """What a submission may put in its result, made storable: a lone
+    surrogate (from an exception message, or a file name that was not UTF-8)
+    replaced, which SQLite refused and the batch died of; NaN and infinities
+    (the error of a NaN output) as None, which JSON has no word for."""
+    if isinstance(value, str):
+        return value.encode("utf-8", errors="replace").decode("utf-8")
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
 
 
 def gradebook_columns(result: dict) -> dict[str, Any]:
@@ -202,14 +219,15 @@ class Store:
         with self.transaction():
             for e in entries:
                 row = self.conn.execute("SELECT sha256 FROM submissions WHERE id = ?", (e.id,)).fetchone()
+                path, source, name, email = (clean(str(v)) for v in (e.path, e.source, e.name, e.email))
                 if row is None:
                     self.conn.execute("INSERT INTO submissions(id, path, sha256, source, name, email, status, "
                                       "seen_at) VALUES (?,?,?,?,?,?,'pending',?)",
-                                      (e.id, str(e.path), e.sha256, e.source, e.name, e.email, now()))
+                                      (e.id, path, e.sha256, source, name, email, now()))
                 else:
                     self.conn.execute("UPDATE submissions SET path = ?, sha256 = ?, source = ?, name = ?, "
                                       "email = ?, seen_at = ? WHERE id = ?",
-                                      (str(e.path), e.sha256, e.source, e.name, e.email, now(), e.id))
+                                      (path, e.sha256, source, name, email, now(), e.id))
             for s in missing:
                 row = self.conn.execute("SELECT status FROM submissions WHERE id = ?", (s.id,)).fetchone()
                 if row is None:
@@ -238,6 +256,7 @@ class Store:
     def record(self, sid: str, sha256: str, config: str, run_id: int | None, result: dict,
                lane: str = "", wall_s: float | None = None, flags: str = "") -> None:
         """One result, whole, in one transaction (replacing an older one)."""
+        result = clean(result)
         cols = gradebook_columns(result)
         with self.transaction():
             self.conn.execute(
@@ -248,7 +267,7 @@ class Store:
                 (sid, sha256, config, run_id, now(), lane, wall_s, cols["verdict"], cols["score"],
                  cols["max_score"], cols["correctness_points"], cols["performance_points"], cols["latency_ms"],
                  cols["tflops"], cols["percent_of_target"], cols["cases_passed"], cols["cases_run"],
-                 cols["first_failing_case"], cols["message"], flags, json.dumps(result)))
+                 cols["first_failing_case"], cols["message"], flags, json.dumps(result, allow_nan=False)))
             self.conn.execute("UPDATE submissions SET status = 'graded' WHERE id = ?", (sid,))
             self._digests[sid] = self.conn.execute(
                 f"SELECT {DIGEST} FROM results WHERE submission_id = ?",

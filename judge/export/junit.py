@@ -12,8 +12,10 @@ SKIPS = {"skipped", "not_run"}
 
 
 def _clean(text) -> str:
-    """XML 1.0 cannot hold most control characters: they go."""
-    return "".join(ch for ch in str(text or "") if ch in "\t\n\r" or ord(ch) >= 0x20)
+    """What XML 1.0 cannot hold goes: control characters, lone surrogates,
+    U+FFFE and U+FFFF (a submission printed one, and the file no longer parsed)."""
+    return "".join(ch for ch in str(text or "") if ch in "\t\n\r" or 0x20 <= ord(ch) <= 0xD7FF
+                   or 0xE000 <= ord(ch) <= 0xFFFD or ord(ch) >= 0x10000)
 
 
 def to_junit(rows: list[dict]) -> str:

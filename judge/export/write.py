@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..batch.store import clean
 from ..errors import UsageError
 
 FORMATS = {"csv": "gradebook.csv", "gradescope": "gradescope.json", "junit": "junit.xml",
@@ -47,8 +48,8 @@ def render(fmt: str, rows: list[dict], runs: list[dict], threshold: float | None
     if fmt == "gradescope":
         from .gradescope import results_json
         correctness, performance = _scoring_points(runs)
-        return json.dumps({r["id"]: results_json(r["result"], correctness, performance, r.get("wall_s"))
-                           for r in rows if r.get("result")}, indent=1)
+        return json.dumps(clean({r["id"]: results_json(r["result"], correctness, performance, r.get("wall_s"))
+                                 for r in rows if r.get("result")}), indent=1, allow_nan=False)
     if fmt == "junit":
         from .junit import to_junit
         return to_junit(rows)
@@ -57,7 +58,8 @@ def render(fmt: str, rows: list[dict], runs: list[dict], threshold: float | None
         return render_html(rows, runs, pairs_for(rows, runs, threshold))
     if fmt == "json":
         keep = ("id", "name", "email", "status", "file_sha256", "graded_at", "lane", "wall_s", "flags")
-        return "".join(json.dumps({**{k: r.get(k) for k in keep}, "result": r.get("result")}) + "\n" for r in rows)
+        return "".join(json.dumps(clean({**{k: r.get(k) for k in keep}, "result": r.get("result")}), allow_nan=False)
+                       + "\n" for r in rows)
     if fmt == "similarity":
         from .similarity import to_csv
         return to_csv(pairs_for(rows, runs, threshold))
