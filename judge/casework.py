@@ -226,6 +226,10 @@ class Run:
                     else:
                         fill(result, self.compare(outputs, inputs, also=result.also))
                         result.diagnosis = source_scan.explain(self.path, result.diagnosis)
+                        note = reply.get("note")
+                        if result.status != "accepted" and isinstance(note, str) and note:
+                            # The CPU mode's race watch: the lanes it read as NaN (judge.worker.races).
+                            result.message = f"{result.message} ({note[:1000]})"
         result.seconds = round(time.monotonic() - started, 3)
         return result
 

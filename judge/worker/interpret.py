@@ -258,6 +258,8 @@ def _check_launches(interpreter) -> None:
             _debug_as_compiled(interpreter, self, kwargs)
             if callable(grid):
                 grid = _grid_as_compiled(self, grid, args, kwargs)
+            elif isinstance(grid, list):
+                grid = tuple(grid)  # Triton's JIT reads a grid by len() and index: a list is one there
             if isinstance(getattr(self.fn, "__globals__", None), dict):
                 kernel_rewrites.bind(self.fn.__globals__)  # the rewrite's helpers, as the worker made them
             with libdevice_cpu.during_launch(getattr(self.fn, "__globals__", None)):  # after the check, which must see libdevice's stubs
@@ -283,13 +285,14 @@ def _check_launches(interpreter) -> None:
 
 
 def _accumulates(tuner) -> bool:
-    """Whether an autotuned kernel uses atomics (its own source): running it
-    again may change what it leaves in memory."""
+    """Whether an autotuned kernel may use atomics (the source of the file
+    that defines it, its helpers included): running it again may change
+    what it leaves in memory."""
     found = getattr(tuner, "_judge_accumulates", None)
     if found is None:
         import inspect
         try:
-            found = "atomic_" in inspect.getsource(tuner.base_fn)
+            found = "atomic_" in inspect.getsource(inspect.getmodule(tuner.base_fn) or tuner.base_fn)
         except (OSError, TypeError):
             found = False
         tuner._judge_accumulates = found

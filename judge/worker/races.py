@@ -9,11 +9,15 @@ tl.store(out, tl.load(out) + part) instead of tl.atomic_add (on the H100,
 the others read in the same launch. Such a file was accepted on the CPU.
 
 Here each launch's plain stores are recorded with the program that made
-them, and a plain load by another program of an address one of them
-stored stops the launch with RaceFound: the case is a wrong answer, as a
-GPU most likely makes it, with the programs and the fix named. It is
-raised, not recorded for later: a record in the worker's Python would be
-the file's to erase once its launch returned.
+them, and a plain load by another program of an address one of them stored
+reads NaN in those lanes, what a GPU may read before the store lands: a
+race whose value reaches an output makes it wrong (the worker names the
+programs and the fix beside it), and a lane loaded and then masked off at
+its store is, as on a GPU, no harm (an honest in-place reversal whose loads
+reach past the pairs it swaps was refused). Integers have no such value: a
+racy integer load stops the launch with RaceFound, raised rather than
+recorded (a record in the worker's Python would be the file's to erase once
+its launch returned).
 
 Within one program, the GPU runs a block's elements on different threads:
 a program that stores a block and then loads, without tl.debug_barrier(),
@@ -79,11 +83,23 @@ def install(builder) -> None:
         return barrier(self)
 
     def create_masked_load(self, ptrs, mask, other, *rest, **more):
+        racy, said, wide = set(), "", _width(ptrs) == 8
         if _launch["stored"] and not _launch["holding"]:
-            _check(ptrs.data, mask.data, one_reader=_launch["atomics"], wide=_width(ptrs) == 8)
+            racy, said = _check(ptrs.data, mask.data, one_reader=_launch["atomics"], wide=wide)
             if _launch["own"] and not _launch["atomics"]:
                 _check_own(ptrs.data, mask.data)
-        return load(self, ptrs, mask, other, *rest, **more)
+        out = load(self, ptrs, mask, other, *rest, **more)
+        if not racy:
+            return out
+        data = np.asarray(out.data)
+        if not np.issubdtype(data.dtype, np.floating):
+            raise RaceFound(said)  # no value stands for "not there yet" in an integer
+        # A racy read is what a GPU may read before it is written: NaN here, so
+        # that only a race whose value reaches an output fails (a lane loaded
+        # and then masked off at its store is no race on a GPU either).
+        _note[0] = _note[0] or said
+        poisoned = np.where(_poisoned(ptrs.data, mask.data, racy, wide), np.asarray(np.nan, dtype=data.dtype), data)
+        return type(out)(poisoned, out.dtype)
 
     def create_masked_store(self, ptrs, value, mask, *rest, **more):
         _record(ptrs.data, mask.data, wide=np.asarray(value.data).dtype.itemsize == 8)
@@ -153,44 +169,72 @@ def _record(ptrs, mask, wide: bool = False) -> None:
         spans.append((low, high))
 
 
-def _check(ptrs, mask, one_reader: bool = False, wide: bool = False) -> None:
-    """A plain load of what another program stored: a race; with counters
-    (`one_reader`), a race once a second program reads it, or once more
-    programs read others' stores than there are counters. `wide`: 8-byte
-    elements, whose upper halves count too."""
+def _check(ptrs, mask, one_reader: bool = False, wide: bool = False) -> tuple[set, str]:
+    """The addresses of this plain load that another program stored (a
+    race; with counters, `one_reader`, a race once a second program reads
+    one, or once more programs read others' stores than there are
+    counters), and what to say of the first. `wide`: 8-byte elements, whose
+    upper halves count too."""
     addresses = _addresses(ptrs, mask)
     if addresses.size == 0:
-        return
+        return set(), ""
     if wide:
         addresses = np.concatenate([addresses, addresses + 4])
     low, high = int(addresses.min()), int(addresses.max())
     if not any(low <= end and start <= high for start, end in _launch["spans"]):
-        return  # another buffer than any stored to: inputs, mostly
+        return set(), ""  # another buffer than any stored to: inputs, mostly
     stored, program, readers = _launch["stored"], _launch["program"], _launch["readers"]
+    racy, said = set(), ""
     for address in stored.keys() & set(addresses.tolist()):
         writer = stored[address]
-        if writer != program and one_reader:
+        if writer == program:
+            continue
+        if one_reader:
             first = readers.setdefault(address, program)
             reading = _launch["reading"]
             reading.add(program)
             if len(reading) > max(1, len(_launch["counters"])):
-                raise RaceFound(
+                said = said or (
                     f"data race: {len(reading)} programs of a launch (the last: {program}) loaded addresses "
                     f"other programs had written with plain stores, with {len(_launch['counters'])} atomic "
                     "counter(s) to order them: only the program that counts last may read what the others "
                     "stored. Combine results with tl.atomic_add and friends, or in a second launch")
-            if first != program:
-                raise RaceFound(
+            elif first != program:
+                said = said or (
                     f"data race: programs {first} and {program} of a launch both loaded an address that another "
                     f"program (last: {writer}) had written with a plain store. Only atomics order a GPU's programs, "
                     "and here they order nothing between these: combine results with tl.atomic_add and friends, "
                     "or in a second launch")
-        elif writer != program:
-            raise RaceFound(
+            else:
+                continue
+        else:
+            said = said or (
                 f"data race: program {program} of a launch loaded an address that program {writer} of the same "
                 "launch had written with a plain store. A GPU runs a launch's programs in parallel, so what is "
-                "read there depends on timing (Triton's interpreter runs them one by one, where it happens to come out "
-                "right); combine results with tl.atomic_add and friends, or in a second launch")
+                "read there depends on timing (Triton's interpreter runs them one by one, where it happens to come "
+                "out right); combine results with tl.atomic_add and friends, or in a second launch")
+        racy.add(address)
+    return racy, said
+
+
+def _poisoned(ptrs, mask, racy: set, wide: bool) -> np.ndarray:
+    """The lanes of a load that read a racy address (block-shaped)."""
+    ptrs = np.asarray(ptrs)
+    keys = np.fromiter(racy, dtype=np.int64, count=len(racy))
+    hit = np.isin(ptrs, keys) | (np.isin(ptrs + 4, keys) if wide else False)
+    if mask is not None:
+        hit &= np.broadcast_to(np.asarray(mask, dtype=bool), ptrs.shape)
+    return hit
+
+
+def take_note() -> str:
+    """The first race a call's loads read through (their lanes read as NaN),
+    then forgotten: the worker says it beside a wrong output."""
+    said, _note[0] = _note[0], ""
+    return said
+
+
+_note = [""]
 
 
 def _check_own(ptrs, mask) -> None:
