@@ -148,6 +148,14 @@ def _drop_mount_capability(libc) -> None:
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise JailError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0)  # EPERM without CAP_SETPCAP: the sets below still drop it
+    if not keep_capabilities(libc, ~(1 << CAP_SYS_ADMIN)):
+        raise JailError(ctypes.get_errno(), "capset failed")
+
+
+def keep_capabilities(libc, mask: int) -> bool:
+    """This process's effective, permitted and inheritable capabilities
+    narrowed to those in `mask` (a bit per capability); False when the
+    kernel refused. (judge.worker.privileges gives up all of them.)"""
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -156,14 +164,14 @@ def _drop_mount_capability(libc) -> None:
         _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
                     ("inheritable", ctypes.c_uint32)]
 
-    header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3
+    header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words
     if libc.capget(ctypes.byref(header), data) != 0:
-        raise JailError(ctypes.get_errno(), "capget failed")
-    mask = ~(1 << CAP_SYS_ADMIN) & 0xFFFFFFFF
-    for field in ("effective", "permitted", "inheritable"):
-        setattr(data[0], field, getattr(data[0], field) & mask)
-    if libc.capset(ctypes.byref(header), data) != 0:
-        raise JailError(ctypes.get_errno(), "capset failed")
+        return False
+    for word in range(2):
+        part = (mask >> (32 * word)) & 0xFFFFFFFF
+        for field in ("effective", "permitted", "inheritable"):
+            setattr(data[word], field, getattr(data[word], field) & part)
+    return libc.capset(ctypes.byref(header), data) == 0
 
 
 def enter_from_argument(spec: str) -> None:
@@ -200,12 +208,7 @@ def _probe() -> int:
         # As a worker would: another user from here on, who must still read
         # Python's, torch's and Triton's files and the judge's.
         from judge.worker import privileges
-        try:
-            privileges.drop(int(sys.argv[sys.argv.index("--user") + 1]))
-            import torch  # noqa: F401  pyflakes: ignore
-            import triton  # noqa: F401  pyflakes: ignore
-            import judge.worker.server  # noqa: F401  pyflakes: ignore
-        except Exception:  # noqa: BLE001 - any failure: not this way here
+        if not privileges.usable_as(int(sys.argv[sys.argv.index("--user") + 1])):
             return 6
     if "--cuda" in sys.argv and not _cuda_runs():
         return 5

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 
 PR_CAPBSET_DROP = 24
-_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
 def drop_capabilities() -> bool:
@@ -27,6 +26,8 @@ def drop_capabilities() -> bool:
     dumpable: judge.hardening), nor do anything else root's
     capabilities allow. Best effort: False when the kernel refused."""
     import ctypes
+
+    from judge.worker.jail import keep_capabilities
     try:
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
@@ -34,16 +35,7 @@ def drop_capabilities() -> bool:
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # EINVAL: no such cap
             break
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
-
-    header, data = Header(_LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()  # all zero
-    return libc.capset(ctypes.byref(header), data) == 0
+    return keep_capabilities(libc, 0)
 
 
 def drop(uid: int) -> None:
@@ -61,18 +53,30 @@ def drop(uid: int) -> None:
     raise OSError("root could be taken back after switching users")
 
 
-def _probe(uid: int, cuda: bool) -> int:
-    """`python -m judge.worker.privileges --probe UID [--cuda]`, where no jail
-    is built (judge.worker.jail probes the jailed case): 0 when a worker
-    could switch to UID here and still import and run what it needs."""
+def usable_as(uid: int) -> bool:
+    """Switch to `uid` for good, then import what a worker needs (Python's,
+    torch's, Triton's and the judge's files must be readable to that user):
+    True when all of it worked. For the probes only (judge.sandbox)."""
     try:
         drop(uid)
         import torch  # noqa: F401  pyflakes: ignore
         import triton  # noqa: F401  pyflakes: ignore
         import judge.worker.server  # noqa: F401  pyflakes: ignore
+    except Exception:  # noqa: BLE001 - any failure: not this way here
+        return False
+    return True
+
+
+def _probe(uid: int, cuda: bool) -> int:
+    """`python -m judge.worker.privileges --probe UID [--cuda]`, where no jail
+    is built (judge.worker.jail probes the jailed case): 0 when a worker
+    could switch to UID here and still import and run what it needs."""
+    if not usable_as(uid):
+        return 6
+    try:
         with open("ok", "w") as fh:  # its scratch folder, given to that user
             fh.write("ok")
-    except Exception:  # noqa: BLE001 - any failure: not this way here
+    except OSError:
         return 6
     if cuda:
         from judge.worker.jail import _cuda_runs
