@@ -15,6 +15,7 @@ differs from the expected one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -31,6 +32,9 @@ from judge import goldens  # noqa: E402
 from judge.batch.progress import Display  # noqa: E402
 from judge.batch.run import BatchOptions, run_batch  # noqa: E402
 from judge.batch.store import Store  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from proc_profile import ProcProfile  # noqa: E402
 
 
 def file_id(golden: goldens.Golden) -> str:
@@ -108,7 +112,7 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
     opts = BatchOptions(folder=folder, out=out, challenge=name, device=ns.device, gpus=ns.gpus, lanes=ns.lanes,
                         lanes_per_gpu=ns.lanes_per_gpu, workers=ns.workers, seed=ns.seed, drift=ns.drift, ray=ns.ray)
     started = time.monotonic()
-    with Busy() as busy:
+    with Busy() as busy, (ProcProfile() if ns.profile else contextlib.nullcontext()) as prof:
         outcome = run_batch(opts, Display)
     wall = time.monotonic() - started
     store = Store.open_existing(out)
@@ -127,7 +131,7 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
             "gpu_busy": busy.summary(),
             "lanes": sorted({r["lane"] for r in records if r.get("lane")}), "device": runs[-1].get("device") if runs else None,
             "device_name": next(((r.get("result") or {}).get("device_name") for r in rows if r.get("result")), None),
-            "records": records}
+            "records": records, **({"profile": prof.summary()} if prof is not None else {})}
 
 
 def markdown(report: dict) -> str:
@@ -146,6 +150,12 @@ def markdown(report: dict) -> str:
                      f"{b['batch_wall_s'] / max(1, b['files']):.1f} | {', '.join(b['lanes'] or [])} | "
                      f"{(b.get('gpu_busy') or {}).get('mean_utilization_percent', '–')} | "
                      f"{(b.get('gpu_busy') or {}).get('cpu_busy_percent', '–')} | {drift} |")
+    for b in report["batches"]:
+        prof = b.get("profile")
+        if prof:
+            spent = ", ".join(f"{kind} {s:.0f}" for kind, s in prof["cpu_seconds"].items())
+            lines.append(f"\n{b['challenge']}: CPU seconds by process ({spent}; {prof['mean_cores_busy']} cores busy "
+                         f"on average); workers by state on average {prof['mean_workers_by_state']}")
     lines += ["", "| file | expected | verdict | ok | lane | wall s | grading s | latency ms | TFLOPS |",
               "|---|---|---|---|---|---|---|---|---|"]
     for b in report["batches"]:
@@ -176,6 +186,9 @@ def main() -> int:
     ap.add_argument("--fixtures", action="store_true",
                     help="the test fixtures too (tests/fixtures and tests/fixtures/gpu), each graded and timed as "
                          "a class's file is: the timing exploits then go through the lanes' shared-GPU path")
+    ap.add_argument("--profile", action="store_true",
+                    help="sample /proc: the CPU time of the judge, its workers and their compilers, and the "
+                         "workers' states, into each batch's record (bench/proc_profile.py)")
     ns = ap.parse_args()
     ns.out.mkdir(parents=True, exist_ok=True)
     by_challenge = defaultdict(list)

@@ -220,8 +220,14 @@ class Run:
                 result.status, result.message = status_of(reply), str(reply.get("message", ""))[:4000]
             else:
                 with self.checking:
-                    outputs, inputs, rule = self.unpack(plan, blobs, seeds)
-                    if rule:
+                    garbage = None
+                    try:
+                        outputs, inputs, rule = self.unpack(plan, blobs, seeds)
+                    except ProtocolError as exc:  # sizes that are not the plan's: the worker's fault
+                        garbage = f"the worker sent garbage: {exc}"
+                    if garbage:
+                        result.status, result.message = "runtime_error", garbage
+                    elif rule:
                         result.status, result.message = "rejected", rule
                     else:
                         fill(result, self.compare(outputs, inputs, also=result.also))
@@ -230,6 +236,8 @@ class Run:
                         if result.status != "accepted" and isinstance(note, str) and note:
                             # The CPU mode's race watch: the lanes it read as NaN (judge.worker.races).
                             result.message = f"{result.message} ({note[:1000]})"
+                if garbage:
+                    slot.stop()
         result.seconds = round(time.monotonic() - started, 3)
         return result
 

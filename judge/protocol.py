@@ -30,10 +30,14 @@ GUARD_BITS = 0x7FC0DEAD  # a quiet NaN with a payload: the guard pattern around 
 POISON_BITS = 0x7FC00000  # the canonical NaN: outputs before each call, guards around inputs
 
 
+def encode_header(header: dict, blobs=()) -> bytes:
+    """A message's length-prefixed header, listing the blobs that follow it."""
+    raw = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
+    return struct.pack(">I", len(raw)) + raw
+
+
 def send(sock: socket.socket, header: dict, blobs: list[bytes | memoryview] = ()) -> None:
-    header = dict(header, blobs=[len(b) for b in blobs])
-    raw = json.dumps(header).encode()
-    sock.sendall(struct.pack(">I", len(raw)) + raw)
+    sock.sendall(encode_header(header, blobs))
     for blob in blobs:
         sock.sendall(blob)
 

@@ -15,6 +15,7 @@ from . import cases as case_data
 from . import gpuinfo, timecheck
 from .casework import Run, fill, status_of
 from .challenge import Case
+from .errors import ProtocolError
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
 from .results import CaseResult, Performance, Timing
 
@@ -85,7 +86,11 @@ def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0,
     # Outputs only: the timer refills every input before every call, so what
     # solve does to them reaches no other call (and the rule that solve
     # leaves its inputs alone is checked on every functional case).
-    outputs, inputs, rule = run.unpack(plan, blobs, final_seeds, with_inputs=False)
+    try:
+        outputs, inputs, rule = run.unpack(plan, blobs, final_seeds, with_inputs=False)
+    except ProtocolError as exc:  # the worker's bytes, not the judge's fault
+        failure.status, failure.message = "runtime_error", f"the worker sent garbage: {exc}"
+        return None, failure
     run.phases["timing_unpack"] = round(time.monotonic() - clock, 3)
     if rule:
         failure.status, failure.message = "rejected", rule

@@ -32,7 +32,7 @@ a.record(); b.record(); b.synchronize()
 assert a.elapsed_time(b) >= 0
 assert not torch.cuda.is_available()
 import triton
-assert triton.runtime.driver.active.get_active_torch_device() == torch.device('cpu')
+assert triton.runtime.driver.active.get_active_torch_device() == torch.device('cuda', 0)
 props = torch.cuda.get_device_properties('cuda')
 print(torch.cuda.get_device_name(), torch.cuda.get_device_capability(), props.multi_processor_count,
       triton.runtime.driver.active.utils.get_device_properties(0)['multiprocessor_count'])

@@ -84,9 +84,11 @@ def main(argv: list[str] | None = None) -> None:
     arming.import_own_modules()  # sealed on the load, before the file runs
     # Where a worker's start went (reported with its load: a diagnosis only).
     startup = {"import_s": round(imported - began, 3), "warmup_s": round(time.monotonic() - imported, 3)}
+    from judge.worker.courier import Courier
     from judge.worker.server import Worker
-    sock = socket.socket(fileno=ns.fd)
-    Worker(sock, startup).serve()
+    # The judge's line, read and written by the courier's threads alone
+    # (barred to this thread once the file is about to load).
+    Worker(Courier(socket.socket(fileno=ns.fd)), startup).serve()
 
 
 if __name__ == "__main__":

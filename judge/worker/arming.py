@@ -12,7 +12,8 @@ import sys
 
 # The worker's own code, whose torch operators are its own business once the
 # file is imported (judge.worker.rules.Guard.watch), and the guard's own.
-JUDGE_MODULES = ("judge.worker.server", "judge.worker.buffers", "judge.worker.interpret", "judge.worker.__main__",
+JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.launches", "judge.worker.buffers",
+                 "judge.worker.interpret", "judge.worker.__main__",
                  "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
@@ -124,7 +125,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),
               (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
               (audit, "violations"), (audit, "report")]
-    # The worker's own code whole (judge.worker.server._take_streams among it), and what carries its answers.
+    # The worker's own code whole (judge.worker.launches.take_streams among it), and what carries its answers.
     pairs += own_callables(OWN_MODULES)
     # The CPU mode's record of the interpreter (immutable, but its name could be rebound).
     from judge.worker import interpreter_state

@@ -115,9 +115,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     """Add the hook (once per process). `submission`: the path the
     submission is imported from; `trusted_codes`: code objects of the judge's
     entry points whose callees are not the submission's doing; `reply_fd`:
-    a private duplicate of the worker's socket. On the first violation the
-    hook answers the judge's pending request itself (`rejected`, with the
-    rule) through that descriptor and ends the process, so that nothing the
+    the courier's complaint line (judge.worker.courier). On the first
+    violation the hook has the judge's pending request answered `rejected`,
+    with the rule, through that line, and the process ends, so that nothing the
     submission does afterwards (catching the exception, patching the
     worker's reply) can change the verdict."""
     global _installed
@@ -172,6 +172,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         if not allowed:
             refuse("no threads but threading.Thread's in solve (which run under the rules)" if kind == "thread"
                    else f"no host round trip of the data ({name})" if kind == "host"
+                   else f"no switching the garbage collector back on ({name})" if name.startswith("gc.")
                    else f"no way around the operator guard ({name})")
         result = original(*call_args, **call_kwargs)
         if theirs and isinstance(result, int):
@@ -186,19 +187,24 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             result = gate_overload_result(result)
         box.append(result)
 
-    import json
     import struct
-    write, exit_now, dumps, pack = os.write, os._exit, json.dumps, struct.pack
+    import time
+    # Taken now: the file cannot swap what the hook calls on its way out.
+    write, exit_now, sleep, pack = os.write, os._exit, time.sleep, struct.pack
 
     def final(message: str) -> None:
-        """Answer the pending request with the violation, and end here."""
+        """Hand the violation to the courier (judge.worker.courier), which
+        answers the pending request with it and ends the worker; nothing
+        of the file's runs in this thread meanwhile."""
         if reply_fd is None:
             return
-        raw = dumps({"status": "rejected", "message": message, "blobs": []}).encode()
-        data = pack(">I", len(raw)) + raw
+        data = message.encode("utf-8", "replace")[:8192]
+        data = pack(">I", len(data)) + data  # as judge.worker.courier reads a complaint
         try:
             while data:
                 data = data[write(reply_fd, data):]
+            for _ in range(100):  # the courier ends the process; this is the backstop
+                sleep(0.05)
         finally:
             exit_now(3)
 

@@ -186,7 +186,11 @@ class Driver:
         return True
 
     def get_active_torch_device(self):
-        return self._torch.device("cpu")  # where the interpreter's tensors live
+        # What a GPU answers (Triton's tutorials start with it): tensors made
+        # on it, moved to it or compared with it behave as on the GPU, since
+        # the worker reads "cuda" as its CPU stand-in everywhere (a file
+        # asserting x.device == DEVICE was a runtime_error here, accepted on the H100).
+        return self._torch.device("cuda", 0)
 
     def get_device_interface(self):
         return self._torch.cuda

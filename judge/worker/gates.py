@@ -51,6 +51,9 @@ GATED = (
     ("torch._C", "_dlpack_exchange_api"),
     # cuBLAS, as Triton's own package ships it (for its tutorials' benchmarks)
     ("triton._C.libtriton.nvidia.cublas", "CublasLt"),
+    # the collector switched back on: a collection in the courier's threads
+    # would run the file's finalizers free of their filter (judge.worker.courier)
+    ("gc", "enable"), ("gc", "set_threshold"),
 )
 # New threads: only through the guard's Thread.start in solve, where the
 # thread gets a mode of its own (one started at import, or with _thread,
@@ -77,7 +80,7 @@ ADDRESSES = (("torch._C", "TensorBase", "data_ptr"), ("torch._C", "TensorBase", 
 ADDRESS_TAG = 1 << 62
 # Refused only when the submission's own code asks (at import, or directly
 # in solve): Triton's autotuner may capture a CUDA graph to time configs.
-SUBMISSION_ONLY = {("torch._C", "_CUDAGraph", "capture_begin")}
+SUBMISSION_ONLY = {("torch._C", "_CUDAGraph", "capture_begin"), ("gc", "enable"), ("gc", "set_threshold")}
 # Passed through, but the per-key kernel entry of each operator it returns
 # (OpOverload._op_dk) is gated.
 OVERLOADS = ("torch._C", "_get_operation_overload")

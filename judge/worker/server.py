@@ -12,103 +12,16 @@ none of it beyond "these are the bytes that ended up in c".
 from __future__ import annotations
 
 import ast
+import gc
 import importlib.util
 import inspect
 import os
-import socket
 import sys
 import time
 import traceback
 
 from judge.worker import buffers as buffers_mod
-
-_launches = 0
-_streams: set = set()  # CUDA streams Triton launched on: the timer waits for all of them
-
-
-def _take_streams() -> set:
-    """The streams launched on since the last call, forgotten as they are read."""
-    taken = set(_streams)
-    _streams.clear()
-    return taken
-
-
-def _hook_triton(cuda: bool) -> tuple[frozenset, list]:
-    """Count Triton kernel launches (compiled or interpreted, autotuned or
-    not) and the streams they go to. Returns the wrappers' code objects:
-    the operator guard and the audit hook treat what runs below them as
-    Triton's own machinery, except the submission's own functions that
-    Triton calls (hooks), which stay under the rules. Also returns the
-    (class, "run") pairs to seal."""
-    import torch
-    from triton.runtime import autotuner, jit
-
-    from judge.worker.rules import after_start
-
-    codes, sealed = set(), []
-
-    def wrap(cls, count: bool):
-        original = cls.run
-
-        def run(self, *args, **kwargs):
-            global _launches
-            if count and not kwargs.get("warmup", False):
-                _launches += 1
-                if cuda:
-                    stream = torch.cuda.current_stream()
-                    _streams.add(stream)
-                    after_start(stream)
-            return original(self, *args, **kwargs)
-
-        cls.run = run
-        codes.add(run.__code__)
-        sealed.append((cls, "run"))
-
-    def wrap_compiled(cls):
-        # A kernel compiled ahead (fn.warmup(...), as Triton's fused-softmax
-        # tutorial does) and launched as kernel[grid](...): counted as well.
-        original = cls.__getitem__
-
-        def getitem(self, grid):
-            runner = original(self, grid)
-
-            def launch(*args, **kwargs):
-                global _launches
-                _launches += 1
-                if cuda:
-                    stream = torch.cuda.current_stream()
-                    _streams.add(stream)
-                    after_start(stream)
-                return runner(*args, **kwargs)
-            return launch
-
-        cls.__getitem__ = getitem
-        codes.add(getitem.__code__)
-        codes.update(c for c in getitem.__code__.co_consts if getattr(c, "co_name", None) == "launch")
-        sealed.append((cls, "__getitem__"))
-        # Loading its binary and building its launcher (a C stub compiled on
-        # a new signature) is Triton's own work, when solve asks for it too.
-        load = cls._init_handles
-
-        def init_handles(self):
-            return load(self)
-
-        cls._init_handles = init_handles
-        codes.add(init_handles.__code__)
-        sealed.append((cls, "_init_handles"))
-
-    wrap(jit.JITFunction, count=True)
-    wrap(autotuner.Autotuner, count=False)
-    if cuda:
-        from triton.compiler.compiler import CompiledKernel
-        wrap_compiled(CompiledKernel)
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-        wrap(InterpretedFunction, count=True)
-    except ImportError:  # pragma: no cover - very old Triton
-        pass
-    return frozenset(codes), sealed
-
+from judge.worker import launches
 
 def _violations() -> list[str]:
     """What the audit hook recorded (after checking its seals); empty before
@@ -157,8 +70,8 @@ def classify(exc: BaseException) -> str:
 
 
 class Worker:
-    def __init__(self, sock: socket.socket, startup: dict | None = None):
-        self.sock = sock
+    def __init__(self, link, startup: dict | None = None):
+        self.link = link  # judge.worker.courier.Courier: the only way to the judge
         self.startup = startup or {}
         self.solve = None
         self.device = "cpu"
@@ -166,8 +79,7 @@ class Worker:
         self._shared: list = []  # buffers handed over by CUDA IPC, kept alive until the next request
 
     def reply(self, header: dict, blobs=()) -> None:
-        from judge import protocol
-        protocol.send(self.sock, header, list(blobs))
+        self.link.send(header, list(blobs))
 
     def reply_buffers(self, header: dict, buffers: list, share: bool) -> None:
         """Send `buffers` (contiguous tensors) as bytes, or, when the judge
@@ -192,10 +104,9 @@ class Worker:
         self.reply({"status": "ok"}, _as_bytes(buffers))
 
     def serve(self) -> None:
-        from judge import protocol
         while True:
             try:
-                msg, _ = protocol.recv(self.sock)
+                msg = self.link.recv()
             except EOFError:
                 return
             op = msg.get("op")
@@ -207,6 +118,10 @@ class Worker:
                 self.reply({"status": "internal_error", "message": f"unknown op {op!r}"})
                 continue
             handler(msg)
+            if self.solve is not None:
+                # The collector is off once the file is loaded (judge.worker.courier):
+                # its garbage is collected here, in this thread, under the filter.
+                gc.collect()
 
     # --- load ------------------------------------------------------------------
 
@@ -238,12 +153,12 @@ class Worker:
             cpu_cuda.install(msg["path"], tf32=msg.get("emulate_tf32", True))
         from judge.worker.rules import Guard
         path = msg["path"]
-        trusted, sealed = _hook_triton(cuda=self.device == "cuda")
+        trusted, sealed = launches.hook_triton(cuda=self.device == "cuda")
         self.guard = Guard(submission=os.path.abspath(path), trusted=trusted,
                            refused=msg.get("refused_ops") or (), refused_why=msg.get("refused_why") or "")
         spec = importlib.util.spec_from_file_location("submission", path)
         module = importlib.util.module_from_spec(spec)
-        self.guard.bind(module.__dict__, globals())
+        self.guard.bind(module.__dict__, launches.__dict__)
         from judge.worker import arming
         if self.device == "cpu":
             # What the file does to the interpreter is undone before each
@@ -251,10 +166,16 @@ class Worker:
             from judge.worker import interpreter_state
             interpreter_state.record()
         prepared = time.monotonic()
-        # The socket the answers go out by, sealed with the rest (a file swapped
-        # it for a writer of its own that forged the outputs).
-        arming.arm(os.path.abspath(path), self.guard, trusted, sealed + [(self.__dict__, "sock")],
-                   os.dup(self.sock.fileno()))
+        # From here on this thread, and every thread it starts, cannot touch
+        # the judge's socket (a file wrote its own answers to it), and no
+        # collection runs a finalizer of the file's in the courier's threads.
+        self.startup["line_barred"] = self.link.bar_this_thread()
+        gc.freeze()
+        gc.disable()
+        # The courier the answers go out by, sealed with the rest (a file swapped
+        # the socket for a writer of its own that forged the outputs).
+        arming.arm(os.path.abspath(path), self.guard, trusted, sealed + [(self.__dict__, "link")],
+                   self.link.complaint_fd)
         armed = time.monotonic()
 
         source = open(path, encoding="utf-8", errors="replace").read()
@@ -311,7 +232,7 @@ class Worker:
 
     def _call(self, args) -> dict | None:
         """Call solve once, under the rules; None on success, else the failure."""
-        before = _launches
+        before = launches.launched()
         failure = None
         try:
             with self.guard.armed():
@@ -339,7 +260,7 @@ class Worker:
                 return {"status": "interpreter_too_slow", "message": slow}
         if failure:
             return failure
-        if _launches == before:
+        if launches.launched() == before:
             return {"status": "rejected",
                     "message": "rule: solve must launch at least one Triton kernel, and it launched none"}
         return None
@@ -409,9 +330,8 @@ class Worker:
         def ready() -> None:
             """Two-step timing: say warm-up is over, and wait for the judge's go,
             which brings the timed calls' seed (so none can start earlier)."""
-            from judge import protocol
             self.reply({"status": "warm"})
-            go, _ = protocol.recv(self.sock)
+            go = self.link.recv()
             base["seed"] = int(go["call_seed"])
 
         def refill(r: int, i: int) -> None:
@@ -420,7 +340,7 @@ class Worker:
         try:
             # Each timed call runs under the rules; the timer's own work
             # between calls (refill, poison, flush, sums) does not.
-            result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=_take_streams,
+            result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=launches.take_streams,
                                     around_call=self.guard.armed, ready=ready if msg.get("await_go") else None,
                                     fence=rules.fence,
                                     **msg.get("options", {}))

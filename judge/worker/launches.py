@@ -1,0 +1,98 @@
+"""Triton kernel launches, counted in the worker: the rule that solve
+launches at least one, and the CUDA streams the timer must wait for.
+
+Triton's launch entry points are wrapped once, before the file is
+imported. The wrappers' code objects are handed to the operator guard and
+the audit hook (judge.worker.rules, judge.worker.audit): what runs below
+them is Triton's own machinery, except the submission's own functions that
+Triton calls (hooks), which stay under the rules. The guard tells the
+wrappers' frames by this module's globals (Guard.bind).
+"""
+
+from __future__ import annotations
+
+_counted = {"launches": 0}
+_streams: set = set()  # CUDA streams Triton launched on: the timer waits for all of them
+
+
+def launched() -> int:
+    """Kernel launches so far (solve's count is the difference around it)."""
+    return _counted["launches"]
+
+
+def take_streams() -> set:
+    """The streams launched on since the last call, forgotten as they are read."""
+    taken = set(_streams)
+    _streams.clear()
+    return taken
+
+
+def hook_triton(cuda: bool) -> tuple[frozenset, list]:
+    """Wrap Triton's launches (compiled or interpreted, autotuned or not).
+    Returns the wrappers' code objects, and the (class, attribute) pairs to
+    seal."""
+    import torch
+    from triton.runtime import autotuner, jit
+
+    from judge.worker.rules import after_start
+
+    codes, sealed = set(), []
+
+    def count() -> None:
+        _counted["launches"] += 1
+        if cuda:
+            stream = torch.cuda.current_stream()
+            _streams.add(stream)
+            after_start(stream)
+
+    def wrap(cls, counted: bool):
+        original = cls.run
+
+        def run(self, *args, **kwargs):
+            if counted and not kwargs.get("warmup", False):
+                count()
+            return original(self, *args, **kwargs)
+
+        cls.run = run
+        codes.add(run.__code__)
+        sealed.append((cls, "run"))
+
+    def wrap_compiled(cls):
+        # A kernel compiled ahead (fn.warmup(...), as Triton's fused-softmax
+        # tutorial does) and launched as kernel[grid](...): counted as well.
+        original = cls.__getitem__
+
+        def getitem(self, grid):
+            runner = original(self, grid)
+
+            def launch(*args, **kwargs):
+                count()
+                return runner(*args, **kwargs)
+            return launch
+
+        cls.__getitem__ = getitem
+        codes.add(getitem.__code__)
+        codes.update(c for c in getitem.__code__.co_consts if getattr(c, "co_name", None) == "launch")
+        sealed.append((cls, "__getitem__"))
+        # Loading its binary and building its launcher (a C stub compiled on
+        # a new signature) is Triton's own work, when solve asks for it too.
+        load = cls._init_handles
+
+        def init_handles(self):
+            return load(self)
+
+        cls._init_handles = init_handles
+        codes.add(init_handles.__code__)
+        sealed.append((cls, "_init_handles"))
+
+    wrap(jit.JITFunction, counted=True)
+    wrap(autotuner.Autotuner, counted=False)
+    if cuda:
+        from triton.compiler.compiler import CompiledKernel
+        wrap_compiled(CompiledKernel)
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        wrap(InterpretedFunction, counted=True)
+    except ImportError:  # pragma: no cover - very old Triton
+        pass
+    return frozenset(codes), sealed
