@@ -168,3 +168,25 @@ def test_batch_display_roster_and_folders(tmp_path):
     for line in ("empty_one: empty folder", "notes.txt: not a .py file", "--regrade nobody: no such submission"):
         assert line in run.stdout
     assert "grading" in run.stderr and "1/1" in run.stderr  # the live panel
+
+
+def test_drift_check_runs_in_the_lanes_queue_and_is_no_student(tmp_path):
+    """The drift check's two gradings go through the lanes first and last,
+    beside the class's files: recorded in the run's drift, never as a student."""
+    folder, out = tmp_path / "class", tmp_path / "results"
+    folder.mkdir()
+    for name in ("empty", "no_solve"):
+        shutil.copyfile(ROOT / "submissions" / "faults" / f"{name}.py", folder / f"{name}.py")
+    drift = ROOT / "submissions" / "faults" / "syntax_error.py"  # quick: what it gets is beside the point here
+    run = subprocess.run(batch_cmd(folder, out, "--lanes", "2", "--drift", str(drift)), cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert sorted(recorded(out)) == ["empty", "no_solve"]
+    conn = sqlite3.connect(out / "results.sqlite")
+    try:
+        (drift_json,) = conn.execute("SELECT drift FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    report = json.loads(drift_json)
+    assert report["start"]["verdict"] == report["end"]["verdict"] == "compile_error"
+    assert report["start"]["lane"] and report["end"]["lane"]

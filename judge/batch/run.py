@@ -192,20 +192,35 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
         for line in notes:
             display.note(line)
         try:
-            if drift_path is not None:
-                drift_start = pool.call(0, Job("drift:start", _stage(opts.out, 99998, drift_path), options))
-            for event in pool.stream(jobs):
+            checks = [Job("drift:start", _stage(opts.out, 99998, drift_path), options),
+                      Job("drift:end", _stage(opts.out, 99999, drift_path), options)] if drift_path and jobs else []
+            # The lanes grade the drift check's two runs as the first and the
+            # last of the queue, beside the class's files (its timings are
+            # alone on the GPU all the same); run alone first and last, they
+            # held every other lane idle for two gradings. Ray's tasks run at
+            # once, so there it keeps to the start and the end.
+            queued = jobs
+            if checks and isinstance(pool, LanePool):
+                queued = [checks[0]] + jobs + [checks[1]]
+            elif checks:
+                drift_start = pool.call(0, checks[0])
+            for event in pool.stream(queued):
+                if event.job.key.startswith("drift:"):
+                    if event.kind == "done":
+                        drift_start, drift_end = ((event, drift_end) if event.job.key == "drift:start"
+                                                  else (drift_start, event))
+                    continue
                 if event.kind == "start":
                     display.start(event.lane, event.job.key)
                     continue
                 _record(store, event, by_id[event.job.key], config, run_id, options, display, notes)
-            if drift_path is not None:
-                drift_end = pool.call(0, Job("drift:end", _stage(opts.out, 99999, drift_path), options))
+            if checks and not isinstance(pool, LanePool):
+                drift_end = pool.call(0, checks[1])
         finally:
             pool.close()
             for leftover in opts.out.glob(f"{STAGE_PREFIX}*.py"):
                 leftover.unlink(missing_ok=True)
-    drift = drift_report(drift_start, drift_end, drift_path) if drift_path else None
+    drift = drift_report(drift_start, drift_end, drift_path) if drift_path and jobs else None
     summary = {"found": len(found.entries), "missing": len(found.missing), "graded": len(jobs),
                "kept": len(ids) - len(todo), "problems": found.problems}
     store.end_run(run_id, summary, drift)
