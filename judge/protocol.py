@@ -36,6 +36,20 @@ def encode_header(header: dict, blobs=()) -> bytes:
     return struct.pack(">I", len(raw)) + raw
 
 
+def decode_header(raw: bytes | bytearray) -> dict:
+    """A header's JSON, checked: an object whose "blobs" is a list of sizes."""
+    try:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"malformed header: {exc}") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("header is not a JSON object")
+    sizes = header.setdefault("blobs", [])
+    if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
+        raise ProtocolError("malformed blob list")
+    return header
+
+
 def send(sock: socket.socket, header: dict, blobs: list[bytes | memoryview] = ()) -> None:
     sock.sendall(encode_header(header, blobs))
     for blob in blobs:
@@ -75,15 +89,8 @@ def recv(sock: socket.socket, deadline=None,
     (length,) = struct.unpack(">I", _recv_exact(sock, 4, deadline, now))
     if length > MAX_HEADER:
         raise ProtocolError(f"header of {length} bytes exceeds the {MAX_HEADER}-byte limit")
-    try:
-        header = json.loads(_recv_exact(sock, length, deadline, now))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(f"malformed header: {exc}") from None
-    if not isinstance(header, dict):
-        raise ProtocolError("header is not a JSON object")
-    sizes = header.get("blobs", [])
-    if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
-        raise ProtocolError("malformed blob list")
+    header = decode_header(_recv_exact(sock, length, deadline, now))
+    sizes = header["blobs"]
     if sum(sizes) > max_blob_bytes:
         raise ProtocolError(f"{sum(sizes)} bytes of data exceed the {max_blob_bytes}-byte limit")
     return header, [_recv_exact(sock, s, deadline, now) for s in sizes]

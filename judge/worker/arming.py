@@ -122,6 +122,10 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
                                             "_dispatch_tls_is_dispatch_key_excluded")]
     # The guard's methods may not be shadowed on the instance either.
     pairs += [(guard.__dict__, name) for name, value in vars(rules.Guard).items() if callable(value)]
+    # Its state too, which the worker never writes once the file is loaded
+    # (a file that reached the guard emptied its refusals: torch's copies
+    # passed in a challenge that refuses them).
+    pairs += [(guard.__dict__, name) for name in ("_refused", "_refused_why")]
     pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),
               (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
               (audit, "violations"), (audit, "report")]

@@ -162,7 +162,16 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         return "judge"
 
     import inspect
-    handing = frozenset({inspect.__file__})  # inspect.currentframe, stack...: frames for whoever asks
+    import traceback
+    # inspect.currentframe, stack..., traceback.walk_tb, walk_stack: frames for
+    # whoever asks (a file walked a traceback with walk_tb up to the worker's
+    # objects and rewrote its guard's refusals).
+    import importlib.util
+    # (asyncio's Task.get_stack reads a running coroutine's frame, whose
+    # callers lead to the worker just as well; found without importing it.)
+    asyncio_files = {getattr(importlib.util.find_spec(name), "origin", None)
+                     for name in ("asyncio.base_tasks", "asyncio.format_helpers", "asyncio.coroutines")}
+    handing = frozenset({inspect.__file__, traceback.__file__} | (asyncio_files - {None}))
 
     def innermost_is_submission(frame) -> bool:
         while frame is not None and (frame.f_code in trusted or frame.f_code.co_filename in handing):

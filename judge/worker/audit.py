@@ -72,6 +72,10 @@ REFUSED = (
     ("sys._current_exceptions", "no reading other threads' frames"),
     ("sys.setprofile", "no tracing hooks"),
     ("sys.settrace", "no tracing hooks"),
+    # Hooks that run in every thread, the courier's too (judge.worker.courier).
+    ("sys._setprofileallthreads", "no tracing hooks"),
+    ("sys._settraceallthreads", "no tracing hooks"),
+    ("sys.monitoring", "no tracing hooks"),
     ("sys.addaudithook", "no audit hooks of its own"),
     ("os.fork", "no new processes"),
     ("os.forkpty", "no new processes"),

@@ -27,12 +27,21 @@ import errno
 import os
 import select
 import socket
-import struct
+import sys
 
 from judge import protocol
+from judge.errors import ProtocolError
 
 HIGH_FD = 900  # the barred descriptors are moved up here: out of the way of exit codes and small numbers
 COMPLAINT_MAX = 8192  # bytes of a complaint read (judge.worker.audit writes at most these)
+COMPLAINT_HEAD = b'{"blobs": [], "status": "rejected", "message": "'
+COMPLAINT_FORGED = (b'{"blobs": [], "status": "rejected", "message": "rule: the submission wrote to the '
+                    b'worker\'s complaint line, or handed the judge a reply of its own"}')
+# A complaint's text as a JSON string's body, translated by a builtin:
+# printable ASCII, the double quote as a single one and the backslash as a
+# slash (nothing can close the string early), anything else a question mark.
+JSON_SAFE = bytes(ord("'") if c == ord('"') else ord("/") if c == ord("\\") else c if 0x20 <= c < 0x7F
+                  else ord("?") for c in range(256))
 
 # x86-64 system call numbers (the judge's GPU hosts and development machines).
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -54,50 +63,64 @@ _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 
 class Courier:
     """Owns the socket to the judge. `send` and `recv` are called from the
-    main thread; the socket itself is touched only by the courier's threads."""
+    main thread; the socket itself is touched only by the courier's threads,
+    which run nothing but builtins bound here (a file that replaced
+    socket.fileno or json's decoder ran its own code in them, free of the
+    filter and the operator guard) and parse nothing: the main thread
+    decodes and encodes the JSON. A reply goes out only while the main
+    thread waits in `send`, called from the worker's reply, with nothing but
+    the worker's own code below it (judge.worker.server)."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, allowed=frozenset()):
+        """`allowed`: the code objects that may stand below `send` on the main
+        thread's stack when a reply goes out (the worker's own; this call's
+        callers are added)."""
         fd = _move_up(sock.detach())
-        self._sock = socket.socket(fileno=fd)
-        self._sock.setblocking(True)
         theirs, mine = socket.socketpair()
-        self._complaints = socket.socket(fileno=_move_up(theirs.detach()))
+        complaints = _move_up(theirs.detach())
         self.complaint_fd = mine.detach()  # written by the audit hook, in any thread
         os.set_inheritable(self.complaint_fd, False)
-        self._write_lock = _thread.allocate_lock()
-        self._inbox: list = []
-        self._inbox_ready = _thread.allocate_lock()
-        self._inbox_ready.acquire()
-        self._outbox: list = []
-        self._outbox_ready = _thread.allocate_lock()
-        self._outbox_ready.acquire()
-        self._sent = _thread.allocate_lock()
-        self._sent.acquire()
-        self.barred = (self._sock.fileno(), self._complaints.fileno())
-        _thread.start_new_thread(self._read_loop, ())
-        _thread.start_new_thread(self._send_loop, ())
+        self.barred = (fd, complaints)
+        inbox, outbox = [], []
+        inbox_ready, outbox_ready, sent, writing = (_thread.allocate_lock() for _ in range(4))
+        inbox_ready.acquire()
+        outbox_ready.acquire()
+        sent.acquire()
 
-    # --- main thread -------------------------------------------------------------
+        def recv() -> dict:
+            """The judge's next request (EOFError once it has hung up)."""
+            inbox_ready.acquire()
+            raw = inbox.pop(0)
+            if raw is None:
+                inbox.append(None)  # and every later call
+                inbox_ready.release()
+                raise EOFError("the judge closed the connection")
+            header = protocol.decode_header(raw)
+            if header.get("blobs"):
+                raise ProtocolError("the judge's requests carry no blobs")
+            return header
 
-    def recv(self) -> dict:
-        """The judge's next request (EOFError once it has hung up)."""
-        self._inbox_ready.acquire()
-        message = self._inbox.pop(0)
-        if message is None:
-            self._inbox.append(None)  # and every later call
-            self._inbox_ready.release()
-            raise EOFError("the judge closed the connection")
-        return message
+        def send(header: dict, blobs=()) -> None:
+            """Reply; returns once the bytes are written. The caller keeps
+            the blobs alive meanwhile, so their last reference never drops
+            in the courier's threads."""
+            blobs = [memoryview(b).cast("B") for b in blobs]
+            outbox.append((protocol.encode_header(header, blobs), blobs))
+            outbox_ready.release()
+            sent.acquire()
 
-    def send(self, header: dict, blobs=()) -> None:
-        """Reply; returns once the bytes are written. The caller keeps the
-        blobs alive meanwhile, so their last reference never drops in the
-        courier's threads."""
-        blobs = list(blobs)
-        raw = protocol.encode_header(header, blobs)  # serialised here, in the caller's thread
-        self._outbox.append((raw, blobs))
-        self._outbox_ready.release()
-        self._sent.acquire()
+        # Whoever stands below this constructor now (the worker's entry
+        # point, runpy) stands below every reply too.
+        callers, frame = set(), sys._getframe(1)
+        while frame is not None:
+            callers.add(frame.f_code)
+            frame = frame.f_back
+        del frame
+        allowed = frozenset(allowed) | callers | own_codes(Courier)
+        _thread.start_new_thread(_read_loop, (fd, complaints, inbox, inbox_ready, writing))
+        _thread.start_new_thread(_send_loop, (fd, outbox, outbox_ready, sent, writing, _thread.get_ident(),
+                                              send.__code__, allowed))
+        self.recv, self.send = recv, send
 
     def bar_this_thread(self) -> bool:
         """Install the filter on the calling thread (and every thread it
@@ -110,56 +133,95 @@ class Courier:
             return False
         return True
 
-    # --- courier threads ---------------------------------------------------------
 
-    def _read_loop(self) -> None:
-        try:
-            while True:
-                ready, _, _ = select.select([self._sock, self._complaints], [], [])
-                if self._complaints in ready:
-                    self._forward_complaint()
-                msg, _ = protocol.recv(self._sock)
-                self._inbox.append(msg)
-                self._inbox_ready.release()
-        except BaseException:  # noqa: BLE001 - EOF, or a broken line: the worker's loop ends
-            self._inbox.append(None)
-            self._inbox_ready.release()
+def _write_all(fd, first, writing, write, rest=()) -> None:
+    """Bytes out, whole, under the write lock (released after, unless the worker ends)."""
+    writing.acquire()
+    for part in (first, *rest):
+        view = memoryview(part)
+        while len(view):
+            view = view[write(fd, view):]
+    writing.release()
 
-    def _send_loop(self) -> None:
+
+def _read_loop(fd, complaints, inbox, ready, writing, select=select.select, read=os.read, write=os.write,
+               exit_now=os._exit, from_bytes=int.from_bytes, write_all=_write_all, limit=protocol.MAX_HEADER,
+               head=COMPLAINT_HEAD, forged=COMPLAINT_FORGED, safe=JSON_SAFE, most=COMPLAINT_MAX) -> None:
+    """Requests, as raw header bytes, into the inbox; a complaint forwarded.
+    Everything it calls is bound here, as it is defined: nothing the file
+    rebinds later (a module's global, a socket's method) runs in this thread."""
+    def exactly(source, size):
+        got = b""
+        while len(got) < size:
+            chunk = read(source, size - len(got))
+            if not chunk:
+                raise EOFError
+            got += chunk
+        return got
+
+    try:
         while True:
-            self._outbox_ready.acquire()
-            raw, blobs = self._outbox.pop(0)
-            try:
-                with self._write_lock:
-                    self._sock.sendall(raw)
-                    for blob in blobs:
-                        self._sock.sendall(blob)
-            except OSError:
-                pass  # the judge is gone: the read loop ends the worker's loop
-            del raw, blobs  # before the main thread goes on: it drops the last references
-            self._sent.release()
+            if complaints in select([fd, complaints], [], [])[0]:
+                size = from_bytes(exactly(complaints, 4), "big")
+                text = exactly(complaints, min(size, most))
+                answer = forged  # not the audit hook's words: the file wrote here
+                if text.startswith(b"rule: "):
+                    answer = head + text.translate(safe) + b'"}'
+                write_all(fd, len(answer).to_bytes(4, "big") + answer, writing, write)
+                exit_now(3)
+            size = from_bytes(exactly(fd, 4), "big")
+            if size > limit:
+                raise EOFError
+            inbox.append(exactly(fd, size))
+            ready.release()
+    except BaseException:  # noqa: BLE001 - EOF, or a broken line: the worker's loop ends
+        inbox.append(None)
+        ready.release()
 
-    def _forward_complaint(self) -> None:
-        """A violation: answered `rejected` with its text, and the worker ends.
-        Anything at all on this line is a violation: only the audit hook
-        writes here, and nothing but bad news can come of writing to it."""
-        text = b""
+
+def _send_loop(fd, outbox, ready, sent, writing, main, send_code, allowed, write=os.write,
+               frames=sys._current_frames, exit_now=os._exit, write_all=_write_all, forged=COMPLAINT_FORGED) -> None:
+    """Replies out, each once the main thread is seen waiting in `send`
+    with nothing but the worker's own code below it (bound as _read_loop's)."""
+    while True:
+        ready.acquire()
+        raw, blobs = outbox.pop(0)
+        stack = frames().get(main)
+        ok = stack is not None and stack.f_code is send_code
+        while ok and stack is not None:
+            ok = stack.f_code in allowed
+            stack = stack.f_back
+        del stack
+        if not ok:
+            write_all(fd, len(forged).to_bytes(4, "big") + forged, writing, write)
+            exit_now(3)
         try:
-            self._complaints.settimeout(1.0)
-            head = self._complaints.recv(4, socket.MSG_WAITALL)
-            size = struct.unpack(">I", head)[0] if len(head) == 4 else 0
-            text = self._complaints.recv(min(size, COMPLAINT_MAX), socket.MSG_WAITALL)
-        except (OSError, struct.error):
-            pass
-        message = text.decode("utf-8", "replace")
-        if not message.startswith("rule: "):  # not the audit hook's words: the file wrote here
-            message = "rule: the worker's complaint line was written to by the submission"
-        raw = protocol.encode_header({"status": "rejected", "message": message}, [])
-        try:
-            with self._write_lock:
-                self._sock.sendall(raw)
-        finally:
-            os._exit(3)
+            write_all(fd, raw, writing, write, blobs)
+        except OSError:
+            writing.release()  # the judge is gone: the read loop ends the worker's loop
+        del raw, blobs  # before the main thread goes on: it drops the last references
+        sent.release()
+
+
+def own_codes(*objects) -> frozenset:
+    """The code objects of these functions, classes' methods and modules'
+    functions, and every code object nested in them (closures, lambdas)."""
+    import inspect
+    found, todo = set(), list(objects)
+    while todo:
+        item = todo.pop()
+        if inspect.ismodule(item):
+            todo += [v for v in vars(item).values()
+                     if getattr(v, "__module__", None) == item.__name__ and (inspect.isfunction(v) or inspect.isclass(v))]
+        elif inspect.isclass(item):
+            todo += [getattr(v, "__func__", v) for v in vars(item).values()
+                     if inspect.isfunction(getattr(v, "__func__", v))]
+        elif inspect.isfunction(item):
+            todo.append(item.__code__)
+        elif inspect.iscode(item) and item not in found:
+            found.add(item)
+            todo += [c for c in item.co_consts if inspect.iscode(c)]
+    return frozenset(found)
 
 
 def _move_up(fd: int) -> int:

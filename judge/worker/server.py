@@ -174,8 +174,11 @@ class Worker:
         gc.disable()
         # The courier the answers go out by, sealed with the rest (a file swapped
         # the socket for a writer of its own that forged the outputs).
-        arming.arm(os.path.abspath(path), self.guard, trusted, sealed + [(self.__dict__, "link")],
-                   self.link.complaint_fd)
+        # The instance's own names too: a method shadowed on it (self._call
+        # made a partial of the reply) would run in the worker's place.
+        own = [(self.__dict__, name) for name in ("link", "guard", "device",
+                                                  *(n for n in vars(Worker) if not n.startswith("__")))]
+        arming.arm(os.path.abspath(path), self.guard, trusted, sealed + own, self.link.complaint_fd)
         armed = time.monotonic()
 
         source = open(path, encoding="utf-8", errors="replace").read()
