@@ -17,7 +17,8 @@ job. Trusted side (the judge's own process):
     timecheck     the judge's own clock against the reported latency
     grader        the entry point: grade() and prestart()
     results       the result models (what `judge submit --json` prints)
-    isolation     spawning, sandboxing, policing and killing workers;  reaper: orphans
+    isolation     spawning, sandboxing, policing and killing workers;  reaper: orphans;
+                  worker_exit: a worker's capped output and how it ended
     gpu_lock      gradings sharing a GPU: cases side by side, each timing alone
     gpu_pause     pausing a grading's processes (the driver's checkpoint lock, SIGSTOP)
     cpu_share     the CPUs a timing keeps while gradings that stepped aside compile on
@@ -36,7 +37,8 @@ Both sides: protocol (framed messages), cases (seeds and input generation),
 cuda_early (the GPU context made on a thread while torch imports),
 timing (the measurement loop), check_sums (a timed call's output sums in one
 Triton pass, run by the worker, checked by the judge). Untrusted side, running in the worker with
-the submission: worker/ (request loop, operator guard, audit hook,
+the submission: worker/ (request loop, the courier that alone touches the
+judge's socket, launch counting, operator guard, audit hook,
 interpreter patches, the CUDA a GPU file names answered on the CPU, tensors
 printed by shape, the judge's stand-in submissions timed for the clock check).
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import functools
 import json
 import os
 import shutil
@@ -24,12 +23,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import clock, cuda_ipc, protocol, reaper, triton_key
 from .hardening import protect_judge
+from .worker_exit import CappedStream, describe_exit
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
 from .sandbox import (JUDGE_ROOT, Sandbox, bwrap_prefix, detect_sandbox, give_to, new_user, readonly_plan,
                       sandbox_for, unshare_prefix)
@@ -60,53 +59,6 @@ class Limits(BaseModel):
     host_memory_bytes: int = Field(16 << 30, gt=0, description="host memory of a worker")
     gpu_memory_fraction: float = Field(0.5, gt=0, le=1, description="of the GPU, for a CUDA worker")
     output_cap_bytes: int = Field(64 << 10, gt=0, description="stdout and stderr kept, each")
-
-
-class CappedStream:
-    """Drains a pipe on a thread, keeping the first `cap` bytes: a flood costs
-    the judge neither memory nor disk, and never blocks the worker."""
-
-    def __init__(self, pipe, cap: int):
-        self.cap = cap
-        self.head = bytearray()
-        self.total = 0
-        self._thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
-        self._thread.start()
-
-    def _drain(self, pipe) -> None:
-        while True:
-            chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
-            if not chunk:
-                break
-            self.total += len(chunk)
-            room = self.cap - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-        pipe.close()
-
-    def text(self, join_timeout: float = 2.0) -> str:
-        self._thread.join(join_timeout)
-        out = self.head.decode("utf-8", errors="replace")
-        if self.total > len(self.head):
-            out += f"\n… [{self.total - len(self.head):,} more bytes dropped]"
-        return out
-
-
-def describe_exit(returncode: int | None, wrapped: bool = False) -> str:
-    """`wrapped`: the worker ran under a sandbox tool, which reports a signal
-    that killed its child as exit status 128 + the signal's number."""
-    if returncode is None:
-        return "the worker stopped answering"
-    if wrapped and 128 < returncode < 128 + 65:
-        returncode = 128 - returncode
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        hint = " (the host may have run out of memory)" if name == "SIGKILL" else ""
-        return f"the process was killed by {name}{hint}"
-    return f"the process exited with status {returncode} before reporting"
 
 
 # Every worker is started from this one long-lived thread: bwrap's

@@ -15,7 +15,6 @@ from . import cases as case_data
 from . import gpuinfo, timecheck
 from .casework import Run, fill, status_of
 from .challenge import Case
-from .errors import ProtocolError
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
 from .results import CaseResult, Performance, Timing
 
