@@ -280,7 +280,9 @@ def fill(result: CaseResult, cmp: Comparison) -> None:
 
 
 def status_of(reply: dict) -> str:
-    """The case status a worker's failure reply earns (anything unknown is a runtime error)."""
+    """The case status a worker's failure reply earns: anything unknown is a
+    runtime error, and so is a claim of the judge's own failure (only the
+    judge's side knows its faults; a file rewrote the worker's replies)."""
     status = reply.get("status")
-    valid = {v.value for v in Verdict} - {"accepted"}
+    valid = {v.value for v in Verdict} - {"accepted", "internal_error"}
     return status if status in valid else "runtime_error"

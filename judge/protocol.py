@@ -30,17 +30,50 @@ GUARD_BITS = 0x7FC0DEAD  # a quiet NaN with a payload: the guard pattern around 
 POISON_BITS = 0x7FC00000  # the canonical NaN: outputs before each call, guards around inputs
 
 
-def encode_header(header: dict, blobs=()) -> bytes:
-    """A message's length-prefixed header, listing the blobs that follow it."""
-    raw = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
-    return struct.pack(">I", len(raw)) + raw
+def _private_codec():
+    """JSON's C encoder and scanner, made once as this module loads: what
+    they do cannot be changed afterwards through json's module state (a
+    file in the worker swapped json's default encoder and rewrote the
+    status of the worker's replies). None where Python has no C json."""
+    try:
+        from json import encoder, scanner
+        from _json import encode_basestring_ascii, make_encoder, make_scanner
+    except ImportError:  # pragma: no cover - no C accelerator
+        return None, None
+
+    def refuse(value):
+        raise TypeError(f"not JSON: {type(value).__name__}")
+
+    encode = make_encoder(None, refuse, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    scan = make_scanner(json.JSONDecoder())
+    del encoder, scanner
+    return encode, scan
 
 
-def decode_header(raw: bytes | bytearray) -> dict:
+_ENCODE, _SCAN = _private_codec()
+
+
+def encode_header(header: dict, blobs=(), encode=_ENCODE, join="".join, dumps=json.dumps,
+                  pack=struct.Struct(">I").pack) -> bytes:
+    """A message's length-prefixed header, listing the blobs that follow it
+    (by what was bound as this module loaded)."""
+    header = dict(header, blobs=[len(b) for b in blobs])
+    raw = (join(encode(header, 0)) if encode is not None else dumps(header)).encode()
+    return pack(len(raw)) + raw
+
+
+def decode_header(raw: bytes | bytearray, scan=_SCAN, loads=json.loads) -> dict:
     """A header's JSON, checked: an object whose "blobs" is a list of sizes."""
     try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        if scan is None:
+            header = loads(raw)
+        else:
+            text = bytes(raw).decode("utf-8")
+            start = len(text) - len(text.lstrip())
+            header, end = scan(text, start)
+            if text[end:].strip():
+                raise ValueError("extra data after the header")
+    except (UnicodeDecodeError, ValueError, StopIteration) as exc:
         raise ProtocolError(f"malformed header: {exc}") from None
     if not isinstance(header, dict):
         raise ProtocolError("header is not a JSON object")

@@ -145,6 +145,18 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     known = attribution.Known()
     blame, innermost_is_submission, gate_allows, thread_allowed, origin = attribution.readers(
         submission, trusted, attribution.library_roots(submission), known)
+    from judge.worker import gates, rules
+    # The code that may ask the hook for a verdict on an operator's origin,
+    # for the violations, or (past the seal) to keep an overload's kernel.
+    own_requests = frozenset({rules._origin.__code__, globals()["violations"].__code__, gates._keep.__code__})
+    overload_code = gates.gate_overload_result.__code__
+    POST_NONE, POST_TAG, POST_OVERLOAD = gates.POST_NONE, gates.POST_TAG, gates.POST_OVERLOAD
+
+    def kept_for_overload(frame) -> bool:
+        """gate_keep from _keep, called by gate_overload_result in a stand-in."""
+        frame = frame.f_back
+        return (frame is not None and frame.f_code is overload_code and frame.f_back is not None
+                and frame.f_back.f_code in known.skipped_codes)
 
     def host_allowed(frame) -> bool:
         """A tensor's host memory (judge.worker.gates.HOST): for the worker's
@@ -160,7 +172,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         return (who == "triton" and asker is not None and asker.f_code.co_name in INTERPRETER_COPIES
                 and asker.f_code.co_filename.endswith(INTERPRETER_FILE))
 
-    def through_gate(number: int, name: str, call_args, call_kwargs, box: list) -> None:
+    def through_gate(number: int, name: str, box: list) -> None:
         original, kind = kept[number]
         me = get_ident()
         busy.add(me)
@@ -178,18 +190,12 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                    else f"no host round trip of the data ({name})" if kind == "host"
                    else f"no switching the garbage collector back on ({name})" if name.startswith("gc.")
                    else f"no way around the operator guard ({name})")
-        result = original(*call_args, **call_kwargs)
-        if theirs and isinstance(result, int):
-            from judge.worker.gates import ADDRESS_TAG
-            # judge.worker.gates: an address the host cannot follow. Set, not
-            # flipped: a call that comes through the gate twice (torch's
-            # function mode on the CPU hands the method back to the gate,
-            # judge.worker.cpu_cuda) must not clear it again.
-            result |= ADDRESS_TAG
-        if kind == "overload":
-            from judge.worker.gates import gate_overload_result
-            result = gate_overload_result(result)
-        box.append(result)
+        # The stand-in makes the call itself, once this hook has returned:
+        # nothing the call runs (a tensor subclass's __torch_function__, an
+        # argument's __index__) finds this hook's frames, and with them the
+        # originals, on its stack (a file walked up to them from there).
+        box.append(original)
+        box.append(POST_TAG if theirs else POST_OVERLOAD if kind == "overload" else POST_NONE)
 
     import struct
     import time
@@ -235,7 +241,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 record(f"rule: the submission tampered with the judge's guard "
                        f"({getattr(owner, '__name__', type(owner).__name__)}.{name} was changed)")
                 break
-        box.extend(violations)
+        list.extend(box, violations)
 
     def hook(event: str, args) -> None:
         if event == "tritonjudge.violation":  # even from a finalizer run while the hook was busy
@@ -257,31 +263,51 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
 
     def _hook(event: str, args, me: int) -> None:
         if event.startswith("tritonjudge."):
-            if event == "tritonjudge.verify":
-                busy.add(me)
-                try:
-                    verify(args[0])
-                finally:
-                    busy.discard(me)
-            elif event == "tritonjudge.seal" and not sealed_closed[0]:
-                for owner, name in args[0]:
-                    value = owner.get(name) if isinstance(owner, dict) else getattr(owner, name)
-                    sealed.append((owner, name, value, fingerprint(value)))
-            elif event == "tritonjudge.close_seal":
-                sealed_closed[0] = True
-            elif event == "tritonjudge.origin":
-                busy.add(me)
-                try:
-                    args[0].append(origin(getframe(2)))
-                finally:
-                    busy.discard(me)
-            elif event == "tritonjudge.gated":
-                through_gate(*args)
-            elif event == "tritonjudge.gate_keep":
-                kept.append((args[0], args[1]))
-                args[2].append(len(kept) - 1)
-            elif event == "tritonjudge.gate_codes" and not sealed_closed[0]:
-                known.fill(*args)
+            # The hook's own requests, obeyed only from the code that makes
+            # them (by its code object) and into a plain list the hook fills
+            # itself: anyone may raise an event (a file raised gate_keep to
+            # have its own function run inside the hook, and origin with a
+            # list whose append ran while the hook looked away).
+            box = args[-1] if args and type(args[-1]) is list else None
+            if box is None and event in ("tritonjudge.gated", "tritonjudge.origin", "tritonjudge.verify",
+                                         "tritonjudge.gate_keep"):
+                return
+            busy.add(me)
+            try:
+                caller = getframe(2)  # the caller of sys.audit (_hook, hook)
+                asker = caller.f_code
+                if event == "tritonjudge.gated" and asker in known.skipped_codes:
+                    number, name = args[0], args[1]
+                elif event == "tritonjudge.origin" and asker in own_requests:
+                    list.append(box, origin(caller))
+                    return
+                elif event == "tritonjudge.verify" and asker in own_requests:
+                    verify(box)
+                    return
+                elif event == "tritonjudge.gate_keep" and (not sealed_closed[0] or (
+                        args[1] == "call" and asker in own_requests and kept_for_overload(caller))):
+                    kept.append((args[0], args[1]))
+                    list.append(box, len(kept) - 1)
+                    return
+                elif event == "tritonjudge.seal" and not sealed_closed[0]:
+                    for owner, name in args[0]:
+                        value = owner.get(name) if isinstance(owner, dict) else getattr(owner, name)
+                        sealed.append((owner, name, value, fingerprint(value)))
+                    return
+                elif event == "tritonjudge.gate_codes" and not sealed_closed[0]:
+                    known.fill(*args)
+                    return
+                elif event == "tritonjudge.close_seal":
+                    sealed_closed[0] = True
+                    return
+                else:
+                    number = None
+                    if sealed_closed[0] and blame(caller):
+                        refuse(f"no raising the judge's own events ({event})")
+                    return
+            finally:
+                busy.discard(me)
+            through_gate(number, name, box)
             return
         busy.add(me)
         try:
@@ -297,7 +323,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 if innermost_is_submission(frame):
                     refuse("no frame introspection (sys._getframe)")
             elif event == "object.__setattr__":
-                if args[1] in ("__code__", "__globals__", "__closure__") and blame(frame):
+                if args[1] in ("__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__") \
+                        and blame(frame):
                     refuse(f"no rewriting of functions ({args[1]})")
             elif event == "compile":
                 filename = args[1] if len(args) > 1 else None

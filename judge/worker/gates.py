@@ -169,13 +169,29 @@ def _keep(original, kind: str) -> int:
     return box[0]
 
 
+# What a stand-in does with the result of an original the hook let through.
+POST_NONE, POST_TAG, POST_OVERLOAD = 0, 1, 2
+
+
 def _stand_in(number: int, name: str):
     audit = sys.audit
 
     def gated(*args, **kwargs):
         box: list = []
-        audit("tritonjudge.gated", number, name, args, kwargs, box)
-        return box[0]
+        audit("tritonjudge.gated", number, name, box)  # refused, or [original, what to do with its result]
+        post = box.pop()
+        # Called straight off the box: the original is never a local of any
+        # frame, so nothing the call runs can read it off this frame.
+        result = box.pop()(*args, **kwargs)
+        if post == POST_TAG and isinstance(result, int):
+            # An address the host cannot follow. Set, not flipped: a call that
+            # comes through the gate twice (torch's function mode on the CPU
+            # hands the method back to the gate, judge.worker.cpu_cuda) must
+            # not clear it again.
+            result |= ADDRESS_TAG
+        elif post == POST_OVERLOAD:
+            result = gate_overload_result(result)
+        return result
 
     gated.__name__ = gated.__qualname__ = name.rpartition(".")[2]
     gated.__gate__ = True
