@@ -112,7 +112,8 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
                      _module_files(JUDGE_MODULES), _module_files(GUARD_MODULES), {generation.run_generator.__code__})
     pairs = list(sealed) + gates.install()
     pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
-    pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS",
+    pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS", "COPY_FORMS",
+                                         "WRITES_NO_DATA",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
                                          "_start_guarded", "_run_guarded", "_device_of", "_origin", "_TENSOR", "_crossing")]
     # What the guard reads to check its mode is in force.

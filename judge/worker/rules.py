@@ -55,6 +55,12 @@ ALLOWED_OPS = frozenset({
     "copy_", "clone", "_to_copy",
 })
 TRANSFER_OPS = frozenset({"copy_", "_to_copy"})
+# Where a challenge refuses torch's copies: forms that copy under another
+# name, and the operators that write into a tensor without moving data.
+COPY_FORMS = frozenset({"copy_", "clone", "_to_copy", "lift_fresh_copy"})
+WRITES_NO_DATA = frozenset({"fill_", "zero_", "fill", "resize_", "record_stream", "set_", "empty", "empty_like",
+                            "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+                            "arange", "scalar_tensor"})
 # What Triton's own launches dispatch (the interpreter's copies; the
 # autotuner's benchmark buffers): never a compute operator.
 TRITON_OPS = ALLOWED_OPS | {"set_", "_local_scalar_dense"}
@@ -214,19 +220,36 @@ class Guard:
 
         return OpGuard()
 
+    def _copies(self, name: str, func) -> bool:
+        """Does this operator move data, in a challenge that refuses torch's
+        copies? Its refused names, and any other form that writes into a
+        tensor it was given, an allocation's or a fill's aside (aten's .out
+        forms of lift_fresh_copy or _unsafe_view copied a matrix too)."""
+        if not self._refused:
+            return False
+        if name in self._refused or name in COPY_FORMS:
+            return True
+        schema = getattr(func, "_schema", None)
+        return bool(getattr(schema, "is_mutable", False)) and name not in WRITES_NO_DATA
+
     def check_op(self, func, args, kwargs, inside_triton: bool = False) -> None:
         name = func.overloadpacket.__name__
         if inside_triton:
             if name not in TRITON_OPS:
                 self.flag(f"rule: no torch compute in solve: aten.{name} was called ({func}) from code "
                           "that Triton ran (a hook), which runs under the same rules as solve")
+            elif self._copies(name, func) and _origin() == "submission":
+                # Below the launch wrapper but not Triton's own (a grid function
+                # made by eval with globals of its own): the audit hook's word.
+                self.flag(f"rule: no torch copies in solve in this challenge ({self._refused_why}): "
+                          f"aten.{name} was called ({func}) from code that Triton ran; write it as a Triton kernel")
             return
         if name == "_local_scalar_dense":
             self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) in solve")
         if name not in ALLOWED_OPS:
             self.flag(f"rule: no torch compute in solve: aten.{name} was called "
                       f"({func}); write the computation as a Triton kernel")
-        if name in self._refused:
+        if self._copies(name, func):
             self.flag(f"rule: no torch copies in solve in this challenge ({self._refused_why}): aten.{name} "
                       f"was called ({func}); write it as a Triton kernel")
         crossing = _crossing(name, args, kwargs)
