@@ -163,18 +163,24 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
 
     import inspect
     import traceback
-    # inspect.currentframe, stack..., traceback.walk_tb, walk_stack: frames for
-    # whoever asks (a file walked a traceback with walk_tb up to the worker's
-    # objects and rewrote its guard's refusals).
-    import importlib.util
+    # inspect.currentframe, stack...: frames for whoever asks. traceback's
+    # walkers hand frames out too (a file walked a traceback with walk_tb up
+    # to the worker's objects and rewrote its guard's refusals), but the rest
+    # of traceback uses them up itself and hands out text (print_exc,
+    # format_exc, extract_stack in an honest file's except block): only the
+    # walkers count, and a walk that meets the rest of traceback stops there.
     # (asyncio's Task.get_stack reads a running coroutine's frame, whose
-    # callers lead to the worker just as well; found without importing it.)
-    asyncio_files = {getattr(importlib.util.find_spec(name), "origin", None)
-                     for name in ("asyncio.base_tasks", "asyncio.format_helpers", "asyncio.coroutines")}
-    handing = frozenset({inspect.__file__, traceback.__file__} | (asyncio_files - {None}))
+    # callers lead to the worker as well; its file found without importing it.)
+    import importlib.util
+    tasks = getattr(importlib.util.find_spec("asyncio.base_tasks"), "origin", None)
+    handing = frozenset({inspect.__file__} | ({tasks} if tasks else set()))
+    walkers = frozenset(getattr(traceback, name).__code__ for name in ("walk_tb", "walk_stack",
+                                                                       "_walk_tb_with_full_positions")
+                        if hasattr(traceback, name))
 
     def innermost_is_submission(frame) -> bool:
-        while frame is not None and (frame.f_code in trusted or frame.f_code.co_filename in handing):
+        while frame is not None and (frame.f_code in trusted or frame.f_code in walkers
+                                     or frame.f_code.co_filename in handing):
             frame = frame.f_back
         return frame is not None and frame.f_code.co_filename == submission
 

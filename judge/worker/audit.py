@@ -110,6 +110,10 @@ MODE_STACK = frozenset({"_push_on_torch_dispatch_stack", "_pop_torch_dispatch_st
 _installed = False
 
 
+def _no_op(*args, **kwargs) -> None:
+    """What gc.enable and gc.set_threshold do for the submission."""
+
+
 def _module_file(name: str) -> str | None:
     module = sys.modules.get(name)
     return getattr(module, "__file__", None) if module is not None else None
@@ -152,6 +156,14 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     overload_code = gates.gate_overload_result.__code__
     POST_NONE, POST_TAG, POST_OVERLOAD = gates.POST_NONE, gates.POST_TAG, gates.POST_OVERLOAD
 
+    def judges_own(function) -> bool:
+        """A function of the worker's or the guard's own files (their
+        defaults bind what the courier and the protocol call; a named
+        tuple's constructor, made by the library for the file, is not)."""
+        code = getattr(function, "__code__", None)
+        filename = getattr(code, "co_filename", None)
+        return filename in known.judge_files or filename in known.passed_files
+
     def kept_for_overload(frame) -> bool:
         """gate_keep from _keep, called by gate_overload_result in a stand-in."""
         frame = frame.f_back
@@ -185,10 +197,15 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                        or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in MODE_STACK)))
         finally:
             busy.discard(me)
+        if not allowed and name.startswith("gc."):
+            # The collector stays off (judge.worker.courier): switching it back
+            # on, a common habit around a launch, is let go as a no-op.
+            box.append(_no_op)
+            box.append(POST_NONE)
+            return
         if not allowed:
             refuse("no threads but threading.Thread's in solve (which run under the rules)" if kind == "thread"
                    else f"no host round trip of the data ({name})" if kind == "host"
-                   else f"no switching the garbage collector back on ({name})" if name.startswith("gc.")
                    else f"no way around the operator guard ({name})")
         # The stand-in makes the call itself, once this hook has returned:
         # nothing the call runs (a tensor subclass's __torch_function__, an
@@ -323,8 +340,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 if innermost_is_submission(frame):
                     refuse("no frame introspection (sys._getframe)")
             elif event == "object.__setattr__":
-                if args[1] in ("__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__") \
-                        and blame(frame):
+                if (args[1] in ("__code__", "__globals__", "__closure__") or (
+                        args[1] in ("__defaults__", "__kwdefaults__") and judges_own(args[0]))) and blame(frame):
                     refuse(f"no rewriting of functions ({args[1]})")
             elif event == "compile":
                 filename = args[1] if len(args) > 1 else None

@@ -96,6 +96,28 @@ def _watch_launches(builder) -> None:
     builder.set_grid_idx = set_grid_idx
 
 
+def _last_program_first(builder) -> None:
+    """A launch's programs run from the last id to the first. A GPU runs
+    them in no order a kernel may count on; the interpreter ran them in
+    order, so a kernel that took its last program for the last to run (a
+    sum the last id reads back from the others' atomics, with no ticket
+    saying they are done) or program 0 for the first (it zeroes what the
+    others then add to) came out right here and may not on a GPU. Run in
+    reverse, such a kernel reads what is not there yet; one whose programs
+    truly do not depend on each other's order is unaffected."""
+    set_dim, set_idx = builder.set_grid_dim, builder.set_grid_idx
+    dims = [1, 1, 1]
+
+    def set_grid_dim(self, nx, ny, nz):
+        dims[:] = [int(nx), int(ny), int(nz)]
+        return set_dim(self, nx, ny, nz)
+
+    def set_grid_idx(self, x, y, z):
+        return set_idx(self, dims[0] - 1 - int(x), dims[1] - 1 - int(y), dims[2] - 1 - int(z))
+
+    builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
+
+
 def _print_to_standard_output(builder) -> None:
     """tl.device_print and print in a kernel: on a GPU, printf to the
     process's standard output itself, where solve cannot read it back.
@@ -243,6 +265,7 @@ def install(emulate_tf32: bool = True) -> None:
     # Programs that share memory without atomics race on a GPU: told here.
     from judge.worker import races
     races.install(interpreter.InterpreterBuilder)
+    _last_program_first(interpreter.InterpreterBuilder)  # outermost: every watch above sees the real ids
     # What is not Triton in a kernel fails to compile on the GPU: here too.
     from judge.worker import frontend
     frontend.install(capability=90 if emulate_tf32 else 75)
