@@ -82,6 +82,8 @@ class Courier:
         os.set_inheritable(self.complaint_fd, False)
         self.barred = (fd, complaints)
         inbox, outbox = [], []
+        # Bound now: a rebinding of the protocol module's functions later is not what replies use.
+        decode, encode = protocol.decode_header, protocol.encode_header
         inbox_ready, outbox_ready, sent, writing = (_thread.allocate_lock() for _ in range(4))
         inbox_ready.acquire()
         outbox_ready.acquire()
@@ -95,7 +97,7 @@ class Courier:
                 inbox.append(None)  # and every later call
                 inbox_ready.release()
                 raise EOFError("the judge closed the connection")
-            header = protocol.decode_header(raw)
+            header = decode(raw)
             if header.get("blobs"):
                 raise ProtocolError("the judge's requests carry no blobs")
             return header
@@ -105,7 +107,7 @@ class Courier:
             the blobs alive meanwhile, so their last reference never drops
             in the courier's threads."""
             blobs = [memoryview(b).cast("B") for b in blobs]
-            outbox.append((protocol.encode_header(header, blobs), blobs))
+            outbox.append((encode(header, blobs), blobs))
             outbox_ready.release()
             sent.acquire()
 
