@@ -17,12 +17,12 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.la
                  "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
-                 "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda")
+                 "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.host_tensors", "judge.worker.races",
-               "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu", "judge.worker.interpreter_state",
-               "judge.worker.arithmetic")
+               "judge.worker.launch_watch", "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu",
+               "judge.worker.interpreter_state", "judge.worker.arithmetic")
 # What carries the worker's answers to the judge, below its own code: a file
 # that replaced them could rewrite the outputs on their way (the socket's
 # writer was replaced by one adding the inputs on the host: accepted).
@@ -132,6 +132,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
               (audit, "violations"), (audit, "report")]
     # The worker's own code whole (judge.worker.launches.take_streams among it), and what carries its answers.
     pairs += own_callables(OWN_MODULES)
+    pairs += own_callables(GUARD_MODULES)  # the guard's modules' functions and tables too (a file emptied REFUSED)
     # The CPU mode's record of the interpreter (immutable, but its name could be rebound).
     from judge.worker import interpreter_state
     pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_MISSING", "_UNSETTABLE")]

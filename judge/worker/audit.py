@@ -50,62 +50,8 @@ import os
 import sys
 import threading
 
-RULE = 'LeetGPU\'s rule: "Triton and the framework\'s native features only"'
-
-# Top-level modules whose import (by the submission) is refused: compute
-# libraries and the foreign-function interfaces.
-DENIED_IMPORTS = frozenset({
-    "cupy", "cupyx", "cupy_backends", "jax", "jaxlib", "tensorflow", "tf_keras", "keras", "numba", "llvmlite",
-    "pycuda", "cuda", "cudf", "cuml", "nvmath", "cutlass", "cutlass_library", "scipy", "sklearn",
-    "tensorrt", "torch_tensorrt", "mlx", "dask", "cffi", "_cffi_backend", "ctypes", "_ctypes", "pyopencl",
-    "taichi", "warp", "tilelang", "thunderkittens", "flashinfer", "xformers", "apex", "onnxruntime",
-    "mpmath", "sympy", "blis", "mkl", "cython", "pyximport", "multiprocessing", "subprocess", "socket",
-})
-# Events refused to the submission, by prefix, with the rule they break.
-REFUSED = (
-    ("ctypes.", "no foreign calls or raw memory access (ctypes)"),
-    ("cffi.", "no foreign calls or raw memory access (cffi)"),
-    ("gc.get_objects", "no digging through the garbage collector"),
-    ("gc.get_referrers", "no digging through the garbage collector"),
-    ("gc.get_referents", "no digging through the garbage collector"),
-    ("sys._current_frames", "no reading other threads' frames"),
-    ("sys._current_exceptions", "no reading other threads' frames"),
-    ("sys.setprofile", "no tracing hooks"),
-    ("sys.settrace", "no tracing hooks"),
-    # Hooks that run in every thread, the courier's too (judge.worker.courier).
-    ("sys._setprofileallthreads", "no tracing hooks"),
-    ("sys._settraceallthreads", "no tracing hooks"),
-    ("sys.monitoring", "no tracing hooks"),
-    ("sys.addaudithook", "no audit hooks of its own"),
-    ("os.fork", "no new processes"),
-    ("os.forkpty", "no new processes"),
-    ("os.exec", "no new processes"),
-    ("os.posix_spawn", "no new processes"),
-    ("os.spawn", "no new processes"),
-    ("os.system", "no new processes"),
-    ("os.killpg", "no signals to other processes"),
-    ("os.setsid", "no new processes"),
-    ("subprocess.Popen", "no new processes"),
-    ("pty.spawn", "no new processes"),
-    ("socket.", "no network"),
-    ("code.__new__", "no hand-made code objects"),
-    ("function.__new__", "no hand-made functions"),
-)
-# Attribute reads that hand out frames (object.__getattr__ events).
-FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
-# Modules already loaded by torch and Triton whose functions need no audit
-# event to call (ctypes.memmove on an address, _posixsubprocess.fork_exec):
-# hidden behind a stand-in.
-HIDDEN_MODULES = ("ctypes", "_ctypes", "_cffi_backend", "cffi", "_posixsubprocess")
-
-# Triton's interpreter reads a launch's tensors through their storage, in these
-# functions of this file (judge.worker.gates.HOST).
-INTERPRETER_FILE = os.path.join("triton", "runtime", "interpreter.py")
-INTERPRETER_COPIES = frozenset({"_to_cpu", "_from_cpu", "_init_args_hst", "_restore_args_dev"})
-
-# The gates the guard itself goes through, entering and leaving its modes.
-MODE_STACK = frozenset({"_push_on_torch_dispatch_stack", "_pop_torch_dispatch_stack", "_set_dispatch_mode",
-                        "_unset_dispatch_mode"})
+from judge.worker.refusals import (DENIED_IMPORTS, FRAME_ATTRS, HIDDEN_MODULES, INTERPRETER_COPIES,
+                                   INTERPRETER_FILE, MODE_STACK, REFUSED, RULE)
 
 _installed = False
 
@@ -132,6 +78,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     if _installed:
         raise RuntimeError("the audit hook is installed once per process")
     _installed = True
+    # The tables the hook reads, bound here: a module's names can be rebound
+    # by anyone (the file could have emptied REFUSED), the hook's own cannot.
+    refused_events, denied_imports, frame_attrs, mode_stack = REFUSED, DENIED_IMPORTS, FRAME_ATTRS, MODE_STACK
+    interpreter_copies, interpreter_file, rule = INTERPRETER_COPIES, INTERPRETER_FILE, RULE
     submission = os.path.abspath(submission)
     trusted = frozenset(trusted_codes)
     violations: list[str] = []
@@ -181,8 +131,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         asker = frame.f_back  # past the stand-in, and the guard's wrapper of the same method in solve
         while asker is not None and asker.f_code.co_filename in known.passed_files:
             asker = asker.f_back
-        return (who == "triton" and asker is not None and asker.f_code.co_name in INTERPRETER_COPIES
-                and asker.f_code.co_filename.endswith(INTERPRETER_FILE))
+        return (who == "triton" and asker is not None and asker.f_code.co_name in interpreter_copies
+                and asker.f_code.co_filename.endswith(interpreter_file))
 
     def through_gate(number: int, name: str, box: list) -> None:
         original, kind = kept[number]
@@ -194,7 +144,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             allowed = (kind in ("overload", "address") or (kind == "submission" and not blame(caller))
                        or (kind == "host" and host_allowed(caller))
                        or (kind == "thread" and thread_allowed(caller))
-                       or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in MODE_STACK)))
+                       or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in mode_stack)))
         finally:
             busy.discard(me)
         if not allowed and name.startswith("gc."):
@@ -241,7 +191,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             final(message)
 
     def refuse(what: str):
-        message = f"rule: {what} in the submission; {RULE}"
+        message = f"rule: {what} in the submission; {rule}"
         record(message)
         raise RuleViolation(message)
 
@@ -331,10 +281,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             frame = getframe(2)  # the caller of sys.audit (_hook, hook)
             if event == "import":
                 top = str(args[0]).partition(".")[0]
-                if top in DENIED_IMPORTS and blame(frame):
+                if top in denied_imports and blame(frame):
                     refuse(f"no compute or foreign-function library: import {args[0]}")
             elif event == "object.__getattr__":
-                if args[1] in FRAME_ATTRS and innermost_is_submission(frame):
+                if args[1] in frame_attrs and innermost_is_submission(frame):
                     refuse(f"no frame introspection ({args[1]})")
             elif event == "sys._getframe":
                 if innermost_is_submission(frame):
@@ -358,7 +308,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 if args[0] not in (os.getpid(), 0) and blame(frame):
                     refuse("no signals to other processes: os.kill")
             else:
-                for prefix, what in REFUSED:
+                for prefix, what in refused_events:
                     if event.startswith(prefix):
                         if blame(frame):
                             refuse(f"{what}: {event}")

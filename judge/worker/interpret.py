@@ -15,22 +15,14 @@ we round their operands to TF32 as the GPU's rewritten dot does, when the
 compiler rewrites it (M and N ≥ 16, the product summed over K as it is made,
 not accumulated first) and tensor cores take it (K ≥ 8).
 
-The interpreter runs a launch's programs one by one: a kernel with one
-program per output element (LeetGPU's starter shape) needs minutes for a
-case the H100 runs in milliseconds. That is the interpreter's speed, not the
-submission's: each launch is watched, and when its first programs show it
-cannot finish within the case's interpreter budget it is stopped and the
-case reported as not run on CPU, with the estimate (never a time limit
-verdict). A kernel that never finishes its first program still times out,
-as it would on a GPU.
+How the interpreter runs a launch's programs (their order, whether they can
+finish in time, CUDA's grid limits): judge.worker.launch_watch.
 
 @triton.autotune cannot benchmark without a GPU ("0 active drivers"); on CPU
 every config is taken to cost the same, so the first (valid) config runs.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -39,83 +31,6 @@ TF32_MASK = np.uint32(0xFFFFE000)  # keep sign, exponent and 10 mantissa bits
 
 def round_to_tf32(x: np.ndarray) -> np.ndarray:
     return (np.ascontiguousarray(x, dtype=np.float32).view(np.uint32) & TF32_MASK).view(np.float32)
-
-
-class InterpreterTooSlow(BaseException):
-    """Stops a launch the interpreter cannot finish in time (a BaseException,
-    so that Triton's own `except Exception` does not turn it into a
-    compilation error)."""
-
-
-# The budget of the case being run, and what was found: kept in a closure's
-# reach rather than on a class, set by the request loop.
-_watch = {"deadline": None, "found": None, "total": 1, "done": 0, "started": 0.0}
-MIN_PROGRAMS = 3  # programs timed before estimating a launch
-MAX_GRID = ((1 << 31) - 1, 65535, 65535)  # CUDA's grid limits, x, y, z
-
-
-def set_budget(seconds: float) -> None:
-    _watch.update(deadline=time.monotonic() + seconds, found=None)
-
-
-def too_slow() -> str | None:
-    """Why the last call was stopped, once (then forgotten)."""
-    found, _watch["found"] = _watch["found"], None
-    return found
-
-
-def _watch_launches(builder) -> None:
-    original_dim, original_idx = builder.set_grid_dim, builder.set_grid_idx
-
-    def set_grid_dim(self, nx, ny, nz):
-        if nx > MAX_GRID[0] or ny > MAX_GRID[1] or nz > MAX_GRID[2]:
-            # What CUDA's launch refuses, and Triton's launcher reports.
-            raise RuntimeError("Triton Error [CUDA]: invalid argument "
-                               f"(grid ({nx}, {ny}, {nz}): a GPU allows at most {MAX_GRID})")
-        _watch.update(total=max(1, nx * ny * nz), done=0, started=time.monotonic())
-        return original_dim(self, nx, ny, nz)
-
-    def set_grid_idx(self, x, y, z):
-        done = _watch["done"]
-        deadline = _watch["deadline"]
-        if deadline is not None and done >= MIN_PROGRAMS:
-            elapsed = time.monotonic() - _watch["started"]
-            remaining = _watch["total"] - done
-            needed = elapsed / done * remaining
-            if time.monotonic() + needed > deadline:
-                _watch["found"] = (
-                    f"not run on CPU: this launch has {_watch['total']:,} programs, and Triton's interpreter, "
-                    f"which runs them one by one at ~{1000 * elapsed / done:.1f} ms each, would need "
-                    f"~{elapsed / done * _watch['total']:.0f} s for it; a GPU runs them in parallel. "
-                    "Grade on a GPU, or use larger blocks (fewer programs) to check this case on CPU.")
-                raise InterpreterTooSlow(_watch["found"])
-        _watch["done"] = done + 1
-        return original_idx(self, x, y, z)
-
-    builder.set_grid_dim = set_grid_dim
-    builder.set_grid_idx = set_grid_idx
-
-
-def _last_program_first(builder) -> None:
-    """A launch's programs run from the last id to the first. A GPU runs
-    them in no order a kernel may count on; the interpreter ran them in
-    order, so a kernel that took its last program for the last to run (a
-    sum the last id reads back from the others' atomics, with no ticket
-    saying they are done) or program 0 for the first (it zeroes what the
-    others then add to) came out right here and may not on a GPU. Run in
-    reverse, such a kernel reads what is not there yet; one whose programs
-    truly do not depend on each other's order is unaffected."""
-    set_dim, set_idx = builder.set_grid_dim, builder.set_grid_idx
-    dims = [1, 1, 1]
-
-    def set_grid_dim(self, nx, ny, nz):
-        dims[:] = [int(nx), int(ny), int(nz)]
-        return set_dim(self, nx, ny, nz)
-
-    def set_grid_idx(self, x, y, z):
-        return set_idx(self, dims[0] - 1 - int(x), dims[1] - 1 - int(y), dims[2] - 1 - int(z))
-
-    builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
 
 
 def _print_to_standard_output(builder) -> None:
@@ -156,7 +71,8 @@ def install(emulate_tf32: bool = True) -> None:
 
     from judge.worker import arithmetic
 
-    _watch_launches(interpreter.InterpreterBuilder)
+    from judge.worker import launch_watch
+    launch_watch.watch(interpreter.InterpreterBuilder)
     if emulate_tf32:
         builder = interpreter.InterpreterBuilder
         original_dot = builder.create_dot
@@ -265,7 +181,7 @@ def install(emulate_tf32: bool = True) -> None:
     # Programs that share memory without atomics race on a GPU: told here.
     from judge.worker import races
     races.install(interpreter.InterpreterBuilder)
-    _last_program_first(interpreter.InterpreterBuilder)  # outermost: every watch above sees the real ids
+    launch_watch.last_program_first(interpreter.InterpreterBuilder)  # outermost: the watches see the real ids
     # What is not Triton in a kernel fails to compile on the GPU: here too.
     from judge.worker import frontend
     frontend.install(capability=90 if emulate_tf32 else 75)

@@ -257,8 +257,8 @@ class Worker:
         if self.guard.violation or broken:
             return {"status": "rejected", "message": broken[0] if broken else self.guard.violation}
         if self.device == "cpu":
-            from judge.worker import interpret
-            slow = interpret.too_slow()
+            from judge.worker import launch_watch
+            slow = launch_watch.too_slow()
             if slow:  # the interpreter's speed, not the submission's: no verdict
                 return {"status": "interpreter_too_slow", "message": slow}
         if failure:
@@ -273,8 +273,8 @@ class Worker:
         they are unchanged) its input buffers, all with their guard bands."""
         buffers = []
         if self.device == "cpu" and msg.get("interpreter_budget_s"):
-            from judge.worker import interpret
-            interpret.set_budget(float(msg["interpreter_budget_s"]))
+            from judge.worker import launch_watch
+            launch_watch.set_budget(float(msg["interpreter_budget_s"]))
         from judge.worker import autotune
         for seed in msg["seeds"]:
             args, outputs, inputs = buffers_mod.prepare(msg["plan"], seed, self.device)
