@@ -302,6 +302,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 if isinstance(filename, str) and filename != submission and isabs(filename) \
                         and blame(frame) and not _same_source(filename, args[0]):
                     refuse(f"no code compiled under another file's name ({filename})")
+                # Python's own frozen modules are known by such names (code
+                # compiled as "<frozen triton/...>" passed for Triton's own).
+                if isinstance(filename, str) and filename.startswith("<frozen") and blame(frame):
+                    refuse(f"no code compiled under a frozen module's name ({filename})")
             elif event == "open":
                 pass
             elif event == "os.kill":

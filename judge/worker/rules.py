@@ -238,6 +238,11 @@ class Guard:
             if name not in TRITON_OPS:
                 self.flag(f"rule: no torch compute in solve: aten.{name} was called ({func}) from code "
                           "that Triton ran (a hook), which runs under the same rules as solve")
+            elif name == "_local_scalar_dense" and _origin() == "submission":
+                # .item() below a launch, by code that is not Triton's (a grid
+                # function made by exec): the host round trip it is in solve.
+                self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) "
+                          "from code that Triton ran")
             elif self._copies(name, func) and _origin() == "submission":
                 # Below the launch wrapper but not Triton's own (a grid function
                 # made by eval with globals of its own): the audit hook's word.
