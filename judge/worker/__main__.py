@@ -84,13 +84,12 @@ def main(argv: list[str] | None = None) -> None:
     arming.import_own_modules()  # sealed on the load, before the file runs
     # Where a worker's start went (reported with its load: a diagnosis only).
     startup = {"import_s": round(imported - began, 3), "warmup_s": round(time.monotonic() - imported, 3)}
-    import judge.timing
     from judge.worker import server
     from judge.worker.courier import Courier, own_codes
     # The judge's line, read and written by the courier's threads alone
     # (barred to this thread once the file is about to load); a reply goes
     # out from the worker's own code only (its request loop, the timer's).
-    link = Courier(socket.socket(fileno=ns.fd), allowed=own_codes(server, judge.timing))
+    link = Courier(socket.socket(fileno=ns.fd), allowed=own_codes("judge.worker.server", "judge.timing"))
     server.Worker(link, startup).serve()
 
 

@@ -113,7 +113,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs = list(sealed) + gates.install()
     pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS", "COPY_FORMS",
-                                         "WRITES_NO_DATA",
+                                         "WRITES_NO_DATA", "ALLOCATION_OPS", "FILL_OPS", "VIEW_OPS", "COPY_OPS",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
                                          "_start_guarded", "_run_guarded", "_device_of", "_origin", "_TENSOR", "_crossing")]
     # What the guard reads to check its mode is in force.

@@ -118,7 +118,7 @@ class Courier:
             callers.add(frame.f_code)
             frame = frame.f_back
         del frame
-        allowed = frozenset(allowed) | callers | own_codes(Courier)
+        allowed = frozenset(allowed) | callers | own_codes(__name__)
         _thread.start_new_thread(_read_loop, (fd, complaints, inbox, inbox_ready, writing))
         _thread.start_new_thread(_send_loop, (fd, outbox, outbox_ready, sent, writing, _thread.get_ident(),
                                               send.__code__, allowed))
@@ -205,24 +205,24 @@ def _send_loop(fd, outbox, ready, sent, writing, main, send_code, allowed, write
         sent.release()
 
 
-def own_codes(*objects) -> frozenset:
-    """The code objects of these functions, classes' methods and modules'
-    functions, and every code object nested in them (closures, lambdas)."""
+def own_codes(*module_names) -> frozenset:
+    """The code objects of these modules' own functions and classes' methods
+    (judge.worker.arming.own_callables, which the seal reads too), and every
+    code object nested in them (closures, lambdas)."""
     import inspect
-    found, todo = set(), list(objects)
+
+    from judge.worker.arming import own_callables
+    todo = []
+    for owner, name in own_callables(module_names):
+        value = vars(owner).get(name) if inspect.isclass(owner) else getattr(owner, name)
+        value = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+        todo.append(getattr(value, "__code__", None))
+    found: set = set()
     while todo:
-        item = todo.pop()
-        if inspect.ismodule(item):
-            todo += [v for v in vars(item).values()
-                     if getattr(v, "__module__", None) == item.__name__ and (inspect.isfunction(v) or inspect.isclass(v))]
-        elif inspect.isclass(item):
-            todo += [getattr(v, "__func__", v) for v in vars(item).values()
-                     if inspect.isfunction(getattr(v, "__func__", v))]
-        elif inspect.isfunction(item):
-            todo.append(item.__code__)
-        elif inspect.iscode(item) and item not in found:
-            found.add(item)
-            todo += [c for c in item.co_consts if inspect.iscode(c)]
+        code = todo.pop()
+        if inspect.iscode(code) and code not in found:
+            found.add(code)
+            todo += [c for c in code.co_consts if inspect.iscode(c)]
     return frozenset(found)
 
 

@@ -37,30 +37,29 @@ import contextlib
 import os
 import sys
 
-ALLOWED_OPS = frozenset({
-    # allocation
+# The operators solve may call, by kind: none computes on the data.
+ALLOCATION_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
     "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor",
     "arange", "lift_fresh", "lift_fresh_copy", "resize_",
-    # fill
-    "fill_", "zero_", "fill",
-    # views and metadata
+})
+FILL_OPS = frozenset({"fill_", "zero_", "fill"})
+VIEW_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "as_strided", "slice", "select", "t", "transpose", "permute",
     "expand", "unsqueeze", "squeeze", "alias", "detach", "split", "split_with_sizes", "chunk",
     "narrow", "flatten", "unflatten", "view_as", "unbind", "_reshape_alias", "contiguous",
     "is_contiguous", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "record_stream",
     "unfold", "diagonal", "movedim", "swapaxes", "swapdims", "expand_as", "reshape_as", "tensor_split",
     "unsafe_split", "unsafe_chunk", "view_as_real", "view_as_complex",
-    # copies (same device: checked below)
-    "copy_", "clone", "_to_copy",
 })
+COPY_OPS = frozenset({"copy_", "clone", "_to_copy"})  # same device: checked below
+ALLOWED_OPS = ALLOCATION_OPS | FILL_OPS | VIEW_OPS | COPY_OPS
 TRANSFER_OPS = frozenset({"copy_", "_to_copy"})
-# Where a challenge refuses torch's copies: forms that copy under another
-# name, and the operators that write into a tensor without moving data.
-COPY_FORMS = frozenset({"copy_", "clone", "_to_copy", "lift_fresh_copy"})
-WRITES_NO_DATA = frozenset({"fill_", "zero_", "fill", "resize_", "record_stream", "set_", "empty", "empty_like",
-                            "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-                            "arange", "scalar_tensor"})
+# Where a challenge refuses torch's copies: the forms that copy (one under an
+# allocation's name), and those that write into a tensor without moving data
+# (any other form that writes into a tensor it is given moves data: aten's .out forms).
+COPY_FORMS = COPY_OPS | {"lift_fresh_copy"}
+WRITES_NO_DATA = ALLOCATION_OPS | FILL_OPS | {"record_stream", "set_"}
 # What Triton's own launches dispatch (the interpreter's copies; the
 # autotuner's benchmark buffers): never a compute operator.
 TRITON_OPS = ALLOWED_OPS | {"set_", "_local_scalar_dense"}
@@ -238,17 +237,13 @@ class Guard:
             if name not in TRITON_OPS:
                 self.flag(f"rule: no torch compute in solve: aten.{name} was called ({func}) from code "
                           "that Triton ran (a hook), which runs under the same rules as solve")
-            elif name == "_local_scalar_dense" and _origin() == "submission":
-                # .item() below a launch, by code that is not Triton's (a grid
-                # function made by exec): the host round trip it is in solve.
-                self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) "
-                          "from code that Triton ran")
-            elif self._copies(name, func) and _origin() == "submission":
-                # Below the launch wrapper but not Triton's own (a grid function
-                # made by eval with globals of its own): the audit hook's word.
-                self.flag(f"rule: no torch copies in solve in this challenge ({self._refused_why}): "
-                          f"aten.{name} was called ({func}) from code that Triton ran; write it as a Triton kernel")
-            return
+                return
+            # What Triton may do and solve may not (.item(), a refused copy) is
+            # Triton's only if the audit hook says the code is: the cheap walk
+            # above tells frames by their globals, and a grid function made by
+            # exec with globals of its own passed for Triton's. If not, solve's rules.
+            if not ((name == "_local_scalar_dense" or self._copies(name, func)) and _origin() == "submission"):
+                return
         if name == "_local_scalar_dense":
             self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) in solve")
         if name not in ALLOWED_OPS:
