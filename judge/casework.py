@@ -189,13 +189,13 @@ class Run:
         seeds = self.seeds(case)
         result.trials = len(seeds)
         assert slot.worker is not None
-        # Short autotuner benchmarks (judge.worker.autotune) on every case but
-        # those of the timed case's sizes, which keep Triton's own so that the
-        # config timed is the one Triton would choose; where other gradings
-        # share the GPU, on every case, and the timing has the autotuners
-        # choose again once the GPU is its alone (Run.retune).
+        # Short autotuner benchmarks (judge.worker.autotune) on every case: the
+        # config a case checks need not be the best one. The config timed
+        # must be the one Triton would choose, so the timing has the
+        # autotuners choose again with Triton's own benchmark once the GPU is
+        # its alone (Run.retune).
         request = {"op": "run", "plan": plan, "seeds": seeds, "return_inputs": True,
-                   "quick_autotune": self.device == "cuda" and (self.retune or not self.timed_sizes(case))}
+                   "quick_autotune": self.device == "cuda"}
         if self.device == "cpu":
             request["interpreter_budget_s"] = min(self.limits.interpreter_budget_s,
                                                   0.8 * self.time_left(self.limits.case_timeout_s))
@@ -241,20 +241,18 @@ class Run:
         result.seconds = round(time.monotonic() - started, 3)
         return result
 
-    def timed_sizes(self, case: Case) -> bool:
-        """Whether `case` calls solve with the timed case's sizes (an
-        autotuner keyed on them picks there the config that is timed)."""
-        return dict(case.dims) == dict(self.challenge.performance.dims)
-
     @property
     def retune(self) -> bool:
         """Whether the autotuners choose their configs again when the timing
-        starts: where other gradings share the GPU (a batch's lanes), whose
-        cases made the autotuner's timings in this grading's cases unfair (an
-        autotuned file read 14.5 ms in two of four batch gradings on the H100,
-        9.3 ms in the others). Alone on its GPU a grading keeps the choice
-        made in its cases: choosing again costs ~0.7 s of a cold grading."""
-        return self.device == "cuda" and bool(self.options.gpu_lock)
+        starts, alone on the GPU and with Triton's own benchmark: always on
+        a GPU. The cases' choices were made with a short benchmark, and in a
+        batch beside other lanes' work (an autotuned file read 14.5 ms in two
+        of four batch gradings on the H100 when its cases chose, 9.3 ms in
+        the others). Triton's benchmark then runs in the timing's warm-up,
+        which it shortens (judge.timing.measure's warm_since): before, a
+        lone grading ran it in the case of the timed sizes instead, ~0.9 s
+        of four configs there, on the grading's longest path."""
+        return self.device == "cuda"
 
     def is_large(self, case: Case) -> bool:
         """Cases whose buffers are too big to run beside others: run alone."""

@@ -46,9 +46,20 @@ def test_on_a_gpu_each_specialization_compiles_in_one_worker(slots):
         for index in queue:
             key = specialization(case_data.input_plan(ch, ordered[index][0]))
             assert owner.setdefault(key, number) == number, key  # one worker per class
-    assert queues[0][0] == 0  # the first slot runs the example before its large cases
     if slots > 1:
+        # The first slot starts on its large cases; the second opens with the
+        # example, so a broken file stops there just as early.
+        assert queues[1][0] == 0 and 0 not in queues[0]
         assert all(queues[1:])  # nobody idles from the start
+    else:
+        assert queues[0][0] == 0  # one worker: the example before the large cases
+
+
+def test_without_large_cases_the_first_slot_opens_with_the_example():
+    ch, ordered = _ordered("matrix_multiplication")
+    run = SimpleNamespace(device="cuda", challenge=ch)
+    queues = assign(list(range(len(ordered))), ordered, run, 3, large=0)
+    assert queues[0][0] == 0
 
 
 def test_under_the_interpreter_the_cases_are_dealt_in_turn():
@@ -121,21 +132,17 @@ def test_the_first_torch_op_under_the_guard_imports_no_compiler():
     assert out.stdout.strip() == "False"
 
 
-def test_the_timed_sizes_keep_tritons_full_autotuner_benchmark_on_a_gpu_of_ones_own():
-    """Alone on its GPU, a grading's autotuner keeps its full benchmark on the
-    timed sizes (the config timed is chosen there); other cases, the large
-    correctness cases too, are cut short. Sharing the GPU (a batch's lanes),
-    every case is cut short and the timing chooses again."""
+def test_every_gpu_case_cuts_the_autotuner_short_and_the_timing_chooses_again():
+    """On a GPU every case, the timed sizes too, cuts the autotuner's
+    benchmark short (the config a case checks need not be the best); the
+    timing, alone on the GPU, has the autotuners choose again with Triton's
+    own benchmark, in a batch's lane as in a lone grading. Under the
+    interpreter nothing is timed."""
     from judge.casework import Run
-    ch = challenges.load("matrix_multiplication")
-    alone = SimpleNamespace(challenge=ch, device="cuda", options=SimpleNamespace(gpu_lock=None))
-    full = [case.name for case in ch.all_cases() if Run.timed_sizes(alone, case)]
-    assert ch.performance.name in full and len(full) < len(ch.all_cases()) // 4
-    assert any(dict(c.dims) == {"M": 1000, "N": 1000, "K": 1000} for c in ch.functional)  # a large one, cut short
-    assert not Run.retune.fget(alone)
-    shared = SimpleNamespace(challenge=ch, device="cuda", options=SimpleNamespace(gpu_lock="/tmp/locks#0"))
-    assert Run.retune.fget(shared)
-    assert not Run.retune.fget(SimpleNamespace(device="cpu", options=SimpleNamespace(gpu_lock="/tmp/locks#0")))
+    alone = SimpleNamespace(device="cuda", options=SimpleNamespace(gpu_lock=None))
+    shared = SimpleNamespace(device="cuda", options=SimpleNamespace(gpu_lock="/tmp/locks#0"))
+    assert Run.retune.fget(alone) and Run.retune.fget(shared)
+    assert not Run.retune.fget(SimpleNamespace(device="cpu", options=SimpleNamespace(gpu_lock=None)))
 
 
 def test_a_timing_has_the_autotuners_choose_again():
@@ -170,3 +177,23 @@ def test_the_two_stand_ins_are_costed_apart():
     assert plain != synced and plain == timecheck._key(plan, 3, "cuda", stand_in=timecheck.NULL_SOLVE)
     assert timecheck.NULL_SOLVE_SYNCED.is_file()
     assert "torch.cuda.synchronize()" in timecheck.NULL_SOLVE_SYNCED.read_text()
+
+
+@pytest.mark.gpu
+def test_first_calls_that_kept_the_gpu_busy_count_toward_the_warm_up():
+    """An autotuner choosing again in the timing's first calls keeps the GPU
+    busy as warm-up would: given when they began, the timer's own warm-up
+    runs only its one round once warmup_s has passed since then, and the
+    full warm-up otherwise."""
+    import time
+
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from judge import timing
+    x = torch.zeros(1 << 20, device="cuda")
+    calls = [lambda: x.add_(1.0), lambda: x.add_(2.0)]
+    settled = timing.measure(calls, warm_since=time.monotonic() - 1.0, warmup_s=0.5, budget_s=0.5)
+    fresh = timing.measure(calls, warmup_s=0.5, budget_s=0.5)
+    assert settled["warmup_calls"] == len(calls)
+    assert fresh["warmup_calls"] > 10 * len(calls) and fresh["warmup_wall_s"] >= 0.5

@@ -12,11 +12,10 @@ Triton would choose, and a choice made while other processes share the GPU
 is not: in a batch, lanes run their cases side by side on one GPU (on the
 H100 an autotuned file read 14.5 ms in two of four batch gradings and
 9.3-9.5 ms in the others, its configs timed beside other lanes' work). So
-there, when the timing starts alone on the GPU, `retune` forgets every
-choice made so far, and Triton's own benchmark chooses again during the
-warm-up, which the latency never counts (judge.casework.Run.retune). A
-grading alone on its GPU keeps Triton's own benchmark for the cases of the
-timed sizes and the choice made there.
+every case on a GPU gets the short benchmark, and when the timing starts,
+alone on the GPU, `retune` forgets every choice made so far: Triton's own
+benchmark chooses again in the timing's first calls, which count toward its
+warm-up and never toward the latency (judge.casework.Run.retune).
 
 On a new key the autotuner also compiles each config before timing it,
 one after another: four configs of a plain matrix product cost ~3 s per

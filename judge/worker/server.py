@@ -345,7 +345,7 @@ class Worker:
             # between calls (refill, poison, flush, sums) does not.
             result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=launches.take_streams,
                                     around_call=self.guard.armed, ready=ready if msg.get("await_go") else None,
-                                    fence=rules.fence,
+                                    fence=rules.fence, warm_since=began,
                                     **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
             broken = _violations()
