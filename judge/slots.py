@@ -190,7 +190,7 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
             return
         if number == 0:  # the large cases, alone in their worker, beside the small ones
             own = queues[0]
-            if own and own[0] == 0:  # one worker only: the example first, most broken files stop there
+            if own and own[0] == 0:  # the example first: most broken files stop there
                 run_one(own.popleft(), slot)
             clock = time.monotonic()
             for index in large:
@@ -235,8 +235,8 @@ def assign(small: list[int], ordered: list[tuple[Case, str]], run: Run, slots: i
     """Each slot's queue of small cases, in challenge order. On a GPU, where
     compiling dominates a small case, the cases of one specialization class
     go to one worker (compiled once, not once per worker), classes spread to
-    even out the estimated load; the first slot starts with its large
-    cases, and the example's class goes to the second. Under the interpreter nothing compiles: the cases are dealt out
+    even out the estimated load; the first slot starts behind by its large
+    cases. Under the interpreter nothing compiles: the cases are dealt out
     in turn."""
     queues = [deque() for _ in range(slots)]
     if run.device != "cuda":
@@ -249,18 +249,12 @@ def assign(small: list[int], ordered: list[tuple[Case, str]], run: Run, slots: i
         classes.setdefault(specialization(plan), []).append(index)
     load = [COMPILE_COST * 2 * large] + [0.0] * (slots - 1)
     owned: list[list[int]] = [[] for _ in range(slots)]
-    # The first case's class goes to the first slot with no large cases to
-    # run: a file that fails at once (a rule, a crash) stops there while the
-    # first slot is on its first large case. The large cases are on a
-    # grading's longest path (they compile a specialization of their own,
-    # and an autotuner compiles and times every config there), so the first
-    # slot no longer runs the example's class before them: on the H100 that
-    # was ~1 s of an autotuned file's cold grading.
+    # The first case's class goes to the first slot, which runs it before the
+    # large cases: a file that fails at once (a rule, a crash) stops there.
     first = next((members for members in classes.values() if small and small[0] in members), None)
     if first is not None:
-        opener = 1 if large and slots > 1 else 0
-        owned[opener] += first
-        load[opener] += COMPILE_COST + RUN_COST * len(first)
+        owned[0] += first
+        load[0] += COMPILE_COST + RUN_COST * len(first)
     for members in sorted((m for m in classes.values() if m is not first), key=len, reverse=True):
         target = min(range(slots), key=lambda n: load[n])
         owned[target] += members
