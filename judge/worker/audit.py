@@ -156,6 +156,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         if not allowed:
             refuse("no threads but threading.Thread's in solve (which run under the rules)" if kind == "thread"
                    else f"no host round trip of the data ({name})" if kind == "host"
+                   else f"no signal handlers: one runs the file's code outside solve's rules ({name})"
+                   if name.partition(".")[0] in ("signal", "_signal")
                    else f"no way around the operator guard ({name})")
         # The stand-in makes the call itself, once this hook has returned:
         # nothing the call runs (a tensor subclass's __torch_function__, an

@@ -54,6 +54,11 @@ GATED = (
     # the collector switched back on: a collection in the courier's threads
     # would run the file's finalizers free of their filter (judge.worker.courier)
     ("gc", "enable"), ("gc", "set_threshold"),
+    # a signal handler: the file's code run between any two bytecodes of the
+    # worker's own, outside solve and its rules (a timer's handler wrote
+    # torch.mm into the output as the worker went on to send it); signal's
+    # function wraps _signal's
+    ("signal", "signal"), ("_signal", "signal"),
 )
 # New threads: only through the guard's Thread.start in solve, where the
 # thread gets a mode of its own (one started at import, or with _thread,
@@ -80,7 +85,8 @@ ADDRESSES = (("torch._C", "TensorBase", "data_ptr"), ("torch._C", "TensorBase", 
 ADDRESS_TAG = 1 << 62
 # Refused only when the submission's own code asks (at import, or directly
 # in solve): Triton's autotuner may capture a CUDA graph to time configs.
-SUBMISSION_ONLY = {("torch._C", "_CUDAGraph", "capture_begin"), ("gc", "enable"), ("gc", "set_threshold")}
+SUBMISSION_ONLY = {("torch._C", "_CUDAGraph", "capture_begin"), ("gc", "enable"), ("gc", "set_threshold"),
+                   ("signal", "signal"), ("_signal", "signal")}
 # Passed through, but the per-key kernel entry of each operator it returns
 # (OpOverload._op_dk) is gated.
 OVERLOADS = ("torch._C", "_get_operation_overload")
