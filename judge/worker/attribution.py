@@ -171,12 +171,18 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
     # walkers count, and a walk that meets the rest of traceback stops there.
     # (asyncio's Task.get_stack reads a running coroutine's frame, whose
     # callers lead to the worker as well; its file found without importing it.)
+    # logging.currentframe is sys._getframe(1) for whoever calls it: a file
+    # that calls it gets its own frame, and the worker's above it; logging's
+    # own findCaller, which calls it for every record, hands out only text.
     import importlib.util
+    import logging
     tasks = getattr(importlib.util.find_spec("asyncio.base_tasks"), "origin", None)
     handing = frozenset({inspect.__file__} | ({tasks} if tasks else set()))
-    walkers = frozenset(getattr(traceback, name).__code__ for name in ("walk_tb", "walk_stack",
-                                                                       "_walk_tb_with_full_positions")
-                        if hasattr(traceback, name))
+    walkers = frozenset([getattr(traceback, name).__code__ for name in ("walk_tb", "walk_stack",
+                                                                        "_walk_tb_with_full_positions")
+                         if hasattr(traceback, name)]
+                        + [code for code in [getattr(getattr(logging, "currentframe", None), "__code__", None)]
+                           if code is not None and code.co_filename == logging.__file__])
 
     def innermost_is_submission(frame) -> bool:
         while frame is not None and (frame.f_code in trusted or frame.f_code in walkers
