@@ -248,8 +248,9 @@ class Run:
         a GPU. The cases' choices were made with a short benchmark, and in a
         batch beside other lanes' work (an autotuned file read 14.5 ms in two
         of four batch gradings on the H100 when its cases chose, 9.3 ms in
-        the others). Triton's benchmark then runs in the timing's warm-up,
-        which it shortens (judge.timing.measure's warm_since): before, a
+        the others). Triton's benchmark then runs in the timing's first
+        calls, which count toward its warm-up when an autotuner chose again
+        there (judge.timing.measure's warm_since): before, a
         lone grading ran it in the case of the timed sizes instead, ~0.9 s
         of four configs there, on the grading's longest path."""
         return self.device == "cuda"

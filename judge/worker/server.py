@@ -308,11 +308,12 @@ class Worker:
         prepared = [buffers_mod.prepare(msg["plan"], seed, self.device) for seed in msg["seeds"]]
         steps = {"prepare": round(clock.monotonic() - began, 3)}
         began = clock.monotonic()
+        retuned = 0
         if self.device == "cuda" and msg.get("retune"):
             # The autotuners choose again, now that the GPU is the timing's
             # alone, with Triton's own benchmark (judge.worker.autotune).
             from judge.worker import autotune
-            autotune.retune()
+            retuned = autotune.retune()
         for args, _, _ in prepared:  # warm-up calls, under the rules
             failure = self._call(args)
             if failure:
@@ -345,7 +346,11 @@ class Worker:
             # between calls (refill, poison, flush, sums) does not.
             result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=launches.take_streams,
                                     around_call=self.guard.armed, ready=ready if msg.get("await_go") else None,
-                                    fence=rules.fence, warm_since=began,
+                                    fence=rules.fence,
+                                    # An autotuner's benchmark in the first calls
+                                    # warms the GPU as warm-up calls do; other first
+                                    # calls are short and count for nothing.
+                                    warm_since=began if retuned else None,
                                     **msg.get("options", {}))
         except BaseException as exc:  # noqa: BLE001
             broken = _violations()
