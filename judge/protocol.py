@@ -77,10 +77,29 @@ def decode_header(raw: bytes | bytearray, scan=_SCAN, loads=json.loads) -> dict:
         raise ProtocolError(f"malformed header: {exc}") from None
     if not isinstance(header, dict):
         raise ProtocolError("header is not a JSON object")
+    header = _writable(header)
     sizes = header.setdefault("blobs", [])
     if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
         raise ProtocolError("malformed blob list")
     return header
+
+
+def _writable(value):
+    """The header with every text as UTF-8 can carry it. JSON's escapes can
+    spell a lone surrogate (an exception message of the file's, "\\ud800"),
+    which no UTF-8 writer downstream accepts (`judge submit` died writing
+    its report): such text keeps the surrogate as a visible escape."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, list):
+        return [_writable(item) for item in value]
+    if isinstance(value, dict):
+        return {_writable(key): _writable(item) for key, item in value.items()}
+    return value
 
 
 def send(sock: socket.socket, header: dict, blobs: list[bytes | memoryview] = ()) -> None:

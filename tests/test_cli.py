@@ -128,6 +128,20 @@ def test_compile_error_json_exits_1(isolated):
     assert "SyntaxError" in data["message"]
 
 
+@pytest.mark.parametrize("as_json", [True, False])
+def test_text_no_utf8_writer_accepts_still_reports(isolated, monkeypatch, as_json):
+    """solve raises with lone surrogates in its message: both reports print."""
+    monkeypatch.setenv("COLUMNS", "100")
+    fixture = Path(__file__).parent / "fixtures" / "surrogate_in_message.py"
+    result = _run("submit", fixture, "--device", "cpu", "--seed", "7", *(["--json"] if as_json else []))
+    assert result.exit_code == 1, result.output
+    if as_json:
+        data = json.loads(result.stdout)
+        assert data["verdict"] == "runtime_error" and "\\ud800" in data["message"]
+    else:
+        assert "RUNTIME ERROR" in result.stdout.upper()
+
+
 def test_wrong_answer_human_output(isolated, monkeypatch):
     """No --json: a table of cases, the first failure explained, the verdict in words."""
     monkeypatch.setenv("COLUMNS", "100")  # rich's width off a terminal; fixed, whatever CI sets
