@@ -65,13 +65,22 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         filename = code.co_filename
         return code.co_name == "<module>" and filename != submission and filename.startswith(roots)
 
+    def unknown(filename: str) -> bool:
+        """Code of no file the worker knows: compiled from a string, by the
+        file (a thread's target, an import hook run inside a library's own
+        import) or by a library on the file's behalf. Either way it speaks
+        for whoever made it, never for an installed library."""
+        return not (known_file(filename) or filename in known.judge_files)
+
     def blame(frame) -> bool:
-        """Is the submission's own code behind this event?"""
+        """Is the submission's own code behind this event? Its file's code,
+        or code of no known file, nearer than any trusted frame and than
+        another module's own initialisation."""
         while frame is not None:
             code = frame.f_code
             if code in trusted:
                 return False
-            if code.co_filename == submission:
+            if code.co_filename == submission or unknown(code.co_filename):
                 return True
             if library_import(code):
                 return False  # another module's own initialisation (an import)
@@ -108,7 +117,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             code = frame.f_code
             if code in known.thread_codes or code in trusted:
                 return True
-            if code.co_filename == submission or code in callbacks:
+            if code.co_filename == submission or code in callbacks or unknown(code.co_filename):
                 return False
             if library_import(code):
                 return True
@@ -188,6 +197,6 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         while frame is not None and (frame.f_code in trusted or frame.f_code in walkers
                                      or frame.f_code.co_filename in handing):
             frame = frame.f_back
-        return frame is not None and frame.f_code.co_filename == submission
+        return frame is not None and (frame.f_code.co_filename == submission or unknown(frame.f_code.co_filename))
 
     return blame, innermost_is_submission, gate_allows, thread_allowed, origin
