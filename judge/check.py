@@ -76,7 +76,7 @@ def seen_under(result: GradeResult, policy: str) -> GradeResult:
 
 def answer(challenge: Challenge, path: Path, result: GradeResult, gpu: str) -> CheckResult:
     leet_policy, our_policy = policies(challenge)
-    source = path.read_text(encoding="utf-8", errors="replace")
+    source = path.read_text(encoding="utf-8-sig", errors="replace")
     findings = precheck.check(source, [a.name for a in challenge.signature])
     leet = _leetgpu_answer(challenge, result, gpu, findings)
     ours = _our_answer(result, leet_policy, our_policy, leet)

@@ -43,7 +43,7 @@ def explain(path: Path, diagnosis: str | None) -> str | None:
     if not diagnosis or "TF32" not in diagnosis:
         return diagnosis
     try:
-        source = path.read_text(encoding="utf-8", errors="replace")
+        source = path.read_text(encoding="utf-8-sig", errors="replace")
     except OSError:
         return diagnosis
     return BROADCAST_SUM_NOTE if broadcast_sum(source) else diagnosis

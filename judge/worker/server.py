@@ -181,7 +181,7 @@ class Worker:
         arming.arm(os.path.abspath(path), self.guard, trusted, sealed + own, self.link.complaint_fd)
         armed = time.monotonic()
 
-        source = open(path, encoding="utf-8", errors="replace").read()
+        source = open(path, encoding="utf-8-sig", errors="replace").read()
         try:
             tree = ast.parse(source, filename=os.path.basename(path))
         except SyntaxError as exc:
