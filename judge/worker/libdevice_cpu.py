@@ -110,6 +110,15 @@ INTEGER_RESULTS = {
 _NUMPY_TYPES = {"int1": np.bool_, "int32": np.int32, "int64": np.int64, "float32": np.float32}
 
 
+def _block(value) -> bool:
+    """Whether a Triton value is a block: from its type, since the
+    interpreter holds a scalar's data as an array of one element too (taken
+    from the data, a scalar's result became a block of one, which a store
+    through a scalar pointer refuses)."""
+    kind = getattr(value, "type", None)
+    return bool(getattr(kind, "is_block", lambda: False)())
+
+
 def _integer_implementation(numpy_fn, result: str):
     def call(*args, _semantic=None, **kwargs):
         from triton.language import core
@@ -121,7 +130,7 @@ def _integer_implementation(numpy_fn, result: str):
             out = np.asarray(numpy_fn(data))
         scalar = getattr(core, result) if result else args[0].dtype
         out = out.astype(_NUMPY_TYPES[result] if result else data.dtype)
-        kind = core.block_type(scalar, list(out.shape)) if out.shape else scalar
+        kind = core.block_type(scalar, list(out.shape)) if _block(args[0]) and out.shape else scalar
         return core.tensor(TensorHandle(out, scalar), kind)
 
     return call
@@ -140,7 +149,7 @@ def _implementation(numpy_fn, arity: int):
             out = np.asarray(numpy_fn(*values))
         scalar = tensors[0].dtype
         data = out.astype(tensors[0].handle.data.dtype)
-        kind = core.block_type(scalar, list(data.shape)) if data.shape else scalar
+        kind = core.block_type(scalar, list(data.shape)) if any(map(_block, tensors)) and data.shape else scalar
         return core.tensor(TensorHandle(data, scalar), kind)
 
     return call
