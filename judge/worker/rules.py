@@ -52,7 +52,10 @@ VIEW_OPS = frozenset({
     "unfold", "diagonal", "movedim", "swapaxes", "swapdims", "expand_as", "reshape_as", "tensor_split",
     "unsafe_split", "unsafe_chunk", "view_as_real", "view_as_complex",
 })
-COPY_OPS = frozenset({"copy_", "clone", "_to_copy"})  # same device: checked below
+# Copies (same device: checked below), the joining and padding of tensors
+# among them (torch.cat, F.pad with a constant: a convolution's input padded
+# ahead of its kernel moves data and computes nothing).
+COPY_OPS = frozenset({"copy_", "clone", "_to_copy", "cat", "constant_pad_nd"})
 ALLOWED_OPS = ALLOCATION_OPS | FILL_OPS | VIEW_OPS | COPY_OPS
 TRANSFER_OPS = frozenset({"copy_", "_to_copy"})
 # Where a challenge refuses torch's copies: the forms that copy (one under an
