@@ -14,8 +14,9 @@ is imported:
   to the submission's own code its `device` reads cuda:0 (get_device() 0),
   which the first point maps back to the CPU wherever it is passed on;
   Triton, torch and the worker read the tensor's real device;
-* torch.cuda's synchronisation, streams, events and device selection
-  answer as a GPU that runs everything in order, at once, would; its
+* torch.cuda's synchronisation, streams, events, device selection, memory
+  queries and profiler annotations (nvtx) answer as a GPU that runs
+  everything in order, at once, would; its
   device queries describe an H100 (LeetGPU's default GPU; a T4 where the
   self-check answers for one, judge check --gpu t4), since a
   persistent kernel sizes its grid by the SM count;
@@ -245,9 +246,21 @@ def install(submission: str | None = None, tf32: bool = True) -> None:
         "get_device_properties": device_properties,
         "get_device_capability": lambda device=None: (GPU["major"], GPU["minor"]),
         "get_device_name": lambda device=None: GPU["name"],
+        # Memory queries and housekeeping a GPU answers (the memory, all free).
+        "mem_get_info": lambda device=None: (GPU["total_memory"], GPU["total_memory"]),
+        "reset_peak_memory_stats": lambda device=None: None,
+        "reset_max_memory_allocated": lambda device=None: None,
+        "init": lambda: None,
+        "ipc_collect": lambda: None,
     }
     for name, answer in answers.items():
         setattr(cuda, name, answer)
+    # Profiler annotations: nothing to annotate on the CPU.
+    nvtx = {"range_push": lambda msg, *args, **kwargs: 0, "range_pop": lambda: 0, "mark": lambda msg: None,
+            "range_start": lambda msg: 0, "range_end": lambda range_id: None,
+            "range": lambda msg, *args, **kwargs: contextlib.nullcontext()}
+    for name, answer in nvtx.items():
+        setattr(cuda.nvtx, name, answer)
     try:
         from triton.runtime import driver
         driver.set_active(Driver())
