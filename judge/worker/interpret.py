@@ -24,6 +24,8 @@ every config is taken to cost the same, so the first (valid) config runs.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 TF32_MASK = np.uint32(0xFFFFE000)  # keep sign, exponent and 10 mantissa bits
@@ -216,7 +218,7 @@ def _check_launches(interpreter) -> None:
                 grid = tuple(grid)  # Triton's JIT reads a grid by len() and index: a list is one there
             if isinstance(getattr(self.fn, "__globals__", None), dict):
                 kernel_rewrites.bind(self.fn.__globals__)  # the rewrite's helpers, as the worker made them
-            with libdevice_cpu.during_launch(getattr(self.fn, "__globals__", None)):  # after the check, which must see libdevice's stubs
+            with libdevice_cpu.during_launch(getattr(self.fn, "__globals__", None)), _math_methods():  # after the check, which must see libdevice's stubs and tl.tensor's own methods
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     def call(self, *args, **kwargs):
@@ -239,6 +241,52 @@ def _check_launches(interpreter) -> None:
 
 
 _NOTHING = object()
+
+
+_MATH: dict = {}  # tl.math's builtins behind tl.tensor's math methods, as Triton made them (math_methods())
+
+
+def math_methods() -> dict:
+    """Recorded once, before the file is imported (judge.worker.interpreter_state
+    puts the record back before every launch): a file that swaps tl.math.exp
+    for a function of its own does not reach a kernel's x.exp() through it."""
+    if not _MATH:
+        from triton.language import core, math
+        _MATH.update({name: getattr(math, name) for name in dir(math)
+                      if hasattr(core.tensor, name) and callable(getattr(math, name))
+                      and core.is_builtin(getattr(math, name)) and not core.is_builtin(getattr(core.tensor, name))})
+    return _MATH
+
+
+@contextlib.contextmanager
+def _math_methods():
+    """tl.tensor's math methods (x.exp(), x.sqrt(), ...) as tl.math's
+    builtins, for one interpreted launch. Triton's interpreter patches
+    tl.math's builtins for a launch but not the methods that forward to
+    them, which then run with no semantic ('NoneType' object has no
+    attribute 'to_tensor'): compile_error on the CPU for a kernel the GPU
+    compiles. Only during the run: the GPU front end's check must see
+    tl.tensor's own methods."""
+    from triton.language import core
+    from triton.runtime import interpreter
+    semantic = interpreter.interpreter_semantic  # what Triton's own patch of a builtin passes it
+
+    def method(builtin):
+        return lambda self, *args, **kwargs: builtin(
+            self, *args, **{k: v for k, v in kwargs.items() if k != "_semantic"}, _semantic=semantic)
+
+    functions = dict(math_methods())
+    kept = {name: core.tensor.__dict__.get(name, _NOTHING) for name in functions}
+    for name, builtin in functions.items():
+        setattr(core.tensor, name, method(builtin))
+    try:
+        yield
+    finally:
+        for name, value in kept.items():
+            if value is _NOTHING:
+                delattr(core.tensor, name)
+            else:
+                setattr(core.tensor, name, value)
 
 
 def _runs_its_benchmark(tuner, config) -> bool:

@@ -44,7 +44,7 @@ def _owners() -> list[tuple[object, bool]]:
     from triton._C.libtriton import interpreter as native
     from triton.runtime import interpreter
 
-    from judge.worker import frontend, libdevice_cpu
+    from judge.worker import frontend, interpret, libdevice_cpu
     classes = [value for value in vars(interpreter).values()
                if isinstance(value, type) and value.__module__ == interpreter.__name__]
     # And the CPU mode's own settings, which are plain dicts in its modules:
@@ -55,7 +55,7 @@ def _owners() -> list[tuple[object, bool]]:
     from triton.language import core
     language = [core.tensor, core.constexpr]
     return [(interpreter, False), (native, False), (numpy, False)] + [(cls, True) for cls in classes + language] \
-        + [(frontend._state, True), (libdevice_cpu.made(), True)]
+        + [(frontend._state, True), (libdevice_cpu.made(), True), (interpret.math_methods(), True)]
 
 
 def _members(owner) -> dict:
