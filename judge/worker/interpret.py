@@ -180,6 +180,7 @@ def install(emulate_tf32: bool = True) -> None:
     # A loop's variable is a Triton scalar and print() is printf, as the GPU compiler reads them.
     from judge.worker import kernel_rewrites
     kernel_rewrites.install()
+    _float_exchange(interpreter)
     # Programs that share memory without atomics race on a GPU: told here.
     from judge.worker import races
     races.install(interpreter.InterpreterBuilder)
@@ -241,6 +242,26 @@ def _check_launches(interpreter) -> None:
 
 
 _NOTHING = object()
+
+
+def _float_exchange(interpreter) -> None:
+    """tl.atomic_xchg on float32 and float64: Triton's interpreter refuses
+    the type ('Unsupported data type': compile_error on an honest ticket or
+    barrier kernel) where the GPU swaps the bits. Swapped here as integers
+    of the same width, bit for bit."""
+    builder = interpreter.InterpreterBuilder
+    rmw = builder.create_atomic_rmw
+    widths = {4: interpreter.tl.int32, 8: interpreter.tl.int64}
+
+    def create_atomic_rmw(self, op, ptr, val, mask, sem, scope):
+        data = np.asarray(val.data)
+        if "XCHG" in str(op).upper() and data.dtype.kind == "f" and data.dtype.itemsize in widths:
+            bits = interpreter.TensorHandle(data.view(f"int{8 * data.dtype.itemsize}"), widths[data.dtype.itemsize])
+            old = rmw(self, op, ptr, bits, mask, sem, scope)
+            return interpreter.TensorHandle(np.asarray(old.data).view(data.dtype), val.dtype.scalar)
+        return rmw(self, op, ptr, val, mask, sem, scope)
+
+    builder.create_atomic_rmw = create_atomic_rmw
 
 
 _MATH: dict = {}  # tl.math's builtins behind tl.tensor's math methods, as Triton made them (math_methods())
