@@ -73,19 +73,26 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         return not (known_file(filename) or filename in known.judge_files)
 
     def blame(frame) -> bool:
-        """Is the submission's own code behind this event? Its file's code,
-        or code of no known file, nearer than any trusted frame and than
-        another module's own initialisation."""
+        """Is the submission's own code behind this event? Its file's code
+        nearer than any trusted frame and than another module's own
+        initialisation (an import); or code of no known file anywhere on the
+        stack, unless the judge runs it on purpose (a LeetGPU challenge's
+        own code, compiled from the clone's text: `trusting_codes`)."""
+        made = False  # code of no known file seen
         while frame is not None:
             code = frame.f_code
-            if code in trusted:
+            if code in known.trusting_codes:
                 return False
-            if code.co_filename == submission or unknown(code.co_filename):
+            if code in trusted:
+                return made
+            if code.co_filename == submission:
                 return True
-            if library_import(code):
-                return False  # another module's own initialisation (an import)
+            if unknown(code.co_filename):
+                made = True
+            elif library_import(code):
+                return made  # another module's own initialisation (an import), unless made code runs in it
             frame = frame.f_back
-        return False
+        return made
 
     def gate_allows(frame, mode_stack: bool = True) -> bool:
         """May this call through a gate (judge.worker.gates) go on? Only as
