@@ -255,6 +255,16 @@ def install(submission: str | None = None, tf32: bool = True) -> None:
     }
     for name, answer in answers.items():
         setattr(cuda, name, answer)
+    # A default device of "cuda" is the CPU's (torch keeps it below every mode,
+    # where the mapping above never sees the factories it fills in).
+    from judge.worker import host_tensors
+    choose_default = torch.set_default_device
+
+    def set_default_device(device) -> None:
+        host_tensors.set_default_cuda(_names_cuda(device))
+        return choose_default("cpu" if _names_cuda(device) else device)
+
+    torch.set_default_device = set_default_device
     # Profiler annotations: nothing to annotate on the CPU.
     nvtx = {"range_push": lambda msg, *args, **kwargs: 0, "range_pop": lambda: 0, "mark": lambda msg: None,
             "range_start": lambda msg: 0, "range_end": lambda range_id: None,

@@ -37,6 +37,12 @@ def _storage(tensor) -> int:
     return (tensor.data_ptr() & ~ADDRESS_TAG) - tensor.storage_offset() * tensor.element_size()
 
 
+def set_default_cuda(on: bool) -> None:
+    """The file made "cuda" torch's default device (judge.worker.cpu_cuda
+    makes it the CPU's): a tensor it makes with no device is a GPU's."""
+    _default_cuda[0] = bool(on)
+
+
 def is_host(tensor) -> bool:
     import torch
     if not _host or not isinstance(tensor, torch.Tensor):
