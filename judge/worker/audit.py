@@ -12,7 +12,9 @@ Who is asking. An event is blamed on the submission when, walking the
 Python stack outward from the event, a frame of the submission's file comes
 before any trusted frame (the judge's wrapper around Triton's launches, the
 guard's own checks) and before the module-level code of another file being
-imported (a library's own initialisation). Triton's compiler starting
+imported (a library's own initialisation), or when code of no known file
+(compiled from a string) is anywhere on the way, unless the judge runs it on
+purpose (judge.worker.attribution). Triton's compiler starting
 `ptxas`, torch loading its libraries with ctypes, the interpreter reading
 its frames: none of these has a submission frame nearer than a trusted one.
 Frames are classified by their code objects, and a code object cannot claim
