@@ -82,7 +82,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         while frame is not None:
             code = frame.f_code
             if code in known.trusting_codes:
-                return False
+                return not on_purpose(frame)
             if code in trusted:
                 return made
             if code.co_filename == submission:
@@ -147,7 +147,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             if filename == submission or code in callbacks:
                 return "submission"  # a finalizer calls whatever it was handed (a builtin too)
             if code in known.trusting_codes:
-                return "judge"
+                return "judge" if on_purpose(frame) else "submission"
             if code in trusted:
                 return "submission" if unknown else "triton"
             if filename in known.judge_files:
@@ -156,6 +156,19 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
                 unknown = True
             frame = frame.f_back
         return "submission"
+
+    def on_purpose(frame) -> bool:
+        """Code the judge trusts (`trusting_codes`), called by the worker
+        itself: no frame of the file's, nor of no known file, further out.
+        The file can import the generator and call it on code of its own
+        (a probe's ctypes and the collector's lists passed for the judge's)."""
+        frame = frame.f_back
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name == submission or unknown(name):
+                return False
+            frame = frame.f_back
+        return True
 
     def known_file(filename: str) -> bool:
         return filename in known.passed_files or filename.startswith(roots) or filename.startswith("<frozen ")

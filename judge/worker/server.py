@@ -11,6 +11,8 @@ none of it beyond "these are the bytes that ended up in c".
 
 from __future__ import annotations
 
+import contextlib
+
 import ast
 import gc
 import importlib.util
@@ -238,8 +240,11 @@ class Worker:
         before = launches.launched()
         failure = None
         try:
-            with self.guard.armed():
-                self.solve(*args)
+            try:
+                with self.guard.armed():
+                    self.solve(*args)
+            finally:
+                buffers_mod.plain(args)
             if self.device == "cuda":
                 import torch
                 torch.cuda.synchronize()
@@ -344,8 +349,19 @@ class Worker:
         try:
             # Each timed call runs under the rules; the timer's own work
             # between calls (refill, poison, flush, sums) does not.
+            @contextlib.contextmanager
+            def around_call():
+                """A timed call under the rules; its tensors then as the worker
+                made them, before the timer poisons, refills and sums them."""
+                try:
+                    with self.guard.armed():
+                        yield
+                finally:
+                    for args, _, _ in prepared:
+                        buffers_mod.plain(args)
+
             result = timing.measure(calls, outputs=written, poison=poison, refill=refill, streams=launches.take_streams,
-                                    around_call=self.guard.armed, ready=ready if msg.get("await_go") else None,
+                                    around_call=around_call, ready=ready if msg.get("await_go") else None,
                                     fence=rules.fence,
                                     # An autotuner's benchmark in the first calls
                                     # warms the GPU as warm-up calls do; other first
