@@ -140,7 +140,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         code (which cannot claim another file's name); code of no known file
         counts as the submission's, unless the judge runs it on purpose (a
         LeetGPU challenge's own input generator: `trusting_codes`)."""
-        unknown = False
+        made = False  # code of no known file seen
         while frame is not None:
             code = frame.f_code
             filename = code.co_filename
@@ -149,11 +149,11 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             if code in known.trusting_codes:
                 return "judge" if on_purpose(frame) else "submission"
             if code in trusted:
-                return "submission" if unknown else "triton"
+                return "submission" if made else "triton"
             if filename in known.judge_files:
-                return "submission" if unknown else caller_of_own(frame.f_back)
+                return "submission" if made else caller_of_own(frame.f_back)
             if not known_file(filename):
-                unknown = True
+                made = True
             frame = frame.f_back
         return "submission"
 

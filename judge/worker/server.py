@@ -11,9 +11,8 @@ none of it beyond "these are the bytes that ended up in c".
 
 from __future__ import annotations
 
-import contextlib
-
 import ast
+import contextlib
 import gc
 import importlib.util
 import inspect
