@@ -71,12 +71,14 @@ def install() -> bool:
 
 def _progress(cache: str | None) -> None:
     """A sign of progress for the judge's idle limit (judge.progress): the
-    Triton cache folder's time, touched before each config is timed. Triton's
-    full benchmark on the timed sizes compiles nothing while it times
-    (0.1-0.5 s per config there), so a file with dozens of configs could
-    go past the idle limit honestly (twelve small-tile configs did not, on
-    the H100: 6 s of large cases, no 4 s gap). A file that touches the
-    folder itself gains only the case's own limit, as before."""
+    Triton cache folder's time, touched before each config is timed. A
+    benchmark compiles nothing while it times, so a file with dozens of
+    configs on a large case could go past the idle limit honestly (twelve
+    small-tile configs, timed with Triton's full benchmark in a case, did
+    not, on the H100: 6 s of large cases, no 4 s gap; the cases now time
+    them shortly, and Triton's benchmark runs in the timing, which has no
+    idle limit). A file that touches the folder itself gains only the
+    case's own limit, as before."""
     if cache:
         try:
             os.utime(cache)
