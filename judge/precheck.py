@@ -44,6 +44,9 @@ def check(source: str, arg_names: list[str]) -> list[Finding]:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return [Finding("syntax", exc.lineno or 0, f"syntax error: {exc.msg}", "fix the syntax first", True)]
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; nesting past the parser's depth
+        return [Finding("syntax", 0, f"Python cannot parse the file: {type(exc).__name__}: {exc}",
+                        "fix the source (null bytes, or expressions nested thousands deep)", True)]
     findings = _imports(tree)
     solve = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "solve"), None)
     if solve is None:

@@ -27,7 +27,9 @@ def broadcast_sum(source: str) -> bool:
     """Whether a sum(...) call takes a product of two None-indexed broadcasts."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # The file's text only (the worker compiled it, maybe a few frames
+        # shallower than here): a note unsaid, never the judge's failure.
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "sum" \

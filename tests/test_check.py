@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from judge import precheck
+from judge import precheck, source_scan
 from judge.cli import main
 from tests.helpers import SUBMISSIONS
 
@@ -66,6 +66,14 @@ def test_allocation_and_launch_code_is_fine():
 def test_no_kernel_at_all():
     found = precheck.check("def solve(a, b, c, M, N, K):\n    pass\n", NAMES)
     assert "triton" in [f.rule for f in found]
+
+
+def test_source_nested_past_the_parser_is_a_finding_not_a_crash():
+    # 100,000 terms: past ast's depth on any stack (a file's 2,963 passed the
+    # worker's compile, then crashed the judge's own re-parse for the TF32 note).
+    deep = "x = " + "+".join(["1"] * 100_000) + "\n"
+    assert [f.rule for f in precheck.check(deep, NAMES)] == ["syntax"]
+    assert source_scan.broadcast_sum(deep) is False
 
 
 def _check(*args) -> tuple[int, dict]:

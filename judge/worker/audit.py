@@ -52,6 +52,7 @@ import os
 import sys
 import threading
 
+from judge.worker import module_guard
 from judge.worker.refusals import (DENIED_IMPORTS, FRAME_ATTRS, HIDDEN_MODULES, INTERPRETER_COPIES,
                                    INTERPRETER_FILE, MODE_STACK, REFUSED, RULE)
 
@@ -327,37 +328,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     sealed_closed = [False]
     sys.addaudithook(hook)
     for name in HIDDEN_MODULES:
-        _hide(name, blame, refuse, getframe)
-
-
-def _hide(name: str, blame, refuse, getframe) -> None:
-    """Put a guarded stand-in for module `name` in sys.modules and in every
-    loaded module's globals: the judge's and the libraries' own uses go
-    through, the submission's are refused. (Cached imports raise no audit
-    event, so `import ctypes` alone would hand out the real module.)"""
-    import types
-    real = sys.modules.get(name)
-    if real is None:
-        return
-
-    class Guarded(types.ModuleType):
-        def __getattribute__(self, attr):
-            if attr not in ("__name__", "__spec__", "__class__", "__dict__") and blame(getframe(1)):
-                refuse(f"no foreign calls or raw memory access: {name}.{attr}")
-            return getattr(real, attr)
-
-        def __dir__(self):
-            return dir(real)
-
-    stand_in = Guarded(name)
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict) or module is real:
-            continue
-        for key, value in list(namespace.items()):
-            if value is real:
-                namespace[key] = stand_in
-    sys.modules[name] = stand_in
+        module_guard.hide(name, blame, refuse, getframe)
 
 
 def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str, judge_files, passed_files,
