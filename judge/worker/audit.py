@@ -106,6 +106,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     # The code that may ask the hook for a verdict on an operator's origin,
     # for the violations, or (past the seal) to keep an overload's kernel.
     own_requests = frozenset({rules._origin.__code__, globals()["violations"].__code__, gates._keep.__code__})
+    memo_code = globals()["memo"].__code__
+    memos: dict = {}  # the CPU front end's record (judge.worker.frontend): out of the file's reach
     overload_code = gates.gate_overload_result.__code__
     POST_NONE, POST_TAG, POST_OVERLOAD = gates.POST_NONE, gates.POST_TAG, gates.POST_OVERLOAD
 
@@ -242,7 +244,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             # list whose append ran while the hook looked away).
             box = args[-1] if args and type(args[-1]) is list else None
             if box is None and event in ("tritonjudge.gated", "tritonjudge.origin", "tritonjudge.verify",
-                                         "tritonjudge.gate_keep"):
+                                         "tritonjudge.gate_keep", "tritonjudge.memo"):
                 return
             busy.add(me)
             try:
@@ -252,6 +254,18 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     number, name = args[0], args[1]
                 elif event == "tritonjudge.origin" and asker in own_requests:
                     list.append(box, origin(caller))
+                    return
+                elif event == "tritonjudge.memo" and asker is memo_code:
+                    # Only inside a launch, below the judge's wrapper: the
+                    # file calling memo() itself is refused.
+                    if blame(caller):
+                        refuse("no reaching the front end's record of checked kernels")
+                    key = args[0]
+                    if type(key) is tuple and all(type(k) in (int, str) for k in key):  # hashed with no code of the file's
+                        if len(args) == 3:
+                            memos[key] = args[1]
+                        else:
+                            list.append(box, memos.get(key))
                     return
                 elif event == "tritonjudge.verify" and asker in own_requests:
                     verify(box)
@@ -375,6 +389,20 @@ def close_seal() -> None:
 def report(what: str) -> None:
     """Remember a violation where the submission cannot erase it."""
     sys.audit("tritonjudge.violation", what)
+
+
+def memo(key: tuple, *value):
+    """The CPU front end's record (judge.worker.frontend), kept in the hook
+    where the file cannot reach it: memo(key) reads (None if unset),
+    memo(key, value) writes. Keys are tuples of ints and strings."""
+    if not _installed:  # the worker's own launches, before any file is loaded
+        return _early.setdefault(key, value[0]) if value else _early.get(key)
+    box: list = []
+    sys.audit("tritonjudge.memo", key, *value, box)
+    return box[0] if box else None
+
+
+_early: dict = {}
 
 
 def violations() -> list[str]:

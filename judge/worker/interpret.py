@@ -196,10 +196,10 @@ def _check_launches(interpreter) -> None:
     (judge.worker.interpreter_state), its tensors checked (no host memory:
     judge.worker.host_tensors), its kernel through the GPU compiler's front
     end (judge.worker.frontend), libdevice computed on the host."""
+    import inspect
     import threading
 
     from judge.worker import frontend, host_tensors, interpreter_state, kernel_rewrites, libdevice_cpu
-    original = interpreter.InterpretedFunction.run
     lock = threading.RLock()
 
     def run(self, *args, grid, warmup, **kwargs):
@@ -209,18 +209,25 @@ def _check_launches(interpreter) -> None:
         with lock:
             interpreter_state.restore()
             host_tensors.check_launch(args, kwargs)
-            frontend.check(self, args, kwargs)
+            if not warmup:
+                # The file's code of this launch (its pre-run hooks, its grid
+                # function) runs before the check, as Triton's JIT runs it
+                # before compiling: none runs between the check and the body.
+                for hook in list(self.pre_run_hooks):
+                    hook(*args, **kwargs)
+                if callable(grid):
+                    grid = _grid_as_compiled(self, grid, args, kwargs)
+                elif isinstance(grid, list):
+                    grid = tuple(grid)  # Triton's JIT reads a grid by len() and index: a list is one there
+                interpreter_state.restore()
+            fn, body = frontend.check(self, args, kwargs)  # what runs is what was checked
             if warmup:  # fn.warmup(...): compiled ahead on a GPU (its errors raised above), run later
                 return CompiledStandIn(self, kwargs)
             _debug_as_compiled(interpreter, self, kwargs)
-            if callable(grid):
-                grid = _grid_as_compiled(self, grid, args, kwargs)
-            elif isinstance(grid, list):
-                grid = tuple(grid)  # Triton's JIT reads a grid by len() and index: a list is one there
-            if isinstance(getattr(self.fn, "__globals__", None), dict):
-                kernel_rewrites.bind(self.fn.__globals__)  # the rewrite's helpers, as the worker made them
-            with libdevice_cpu.during_launch(getattr(self.fn, "__globals__", None)), _math_methods():  # after the check, which must see libdevice's stubs and tl.tensor's own methods
-                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            kernel_rewrites.bind(fn.__globals__)  # the rewrite's helpers, as the worker made them
+            with libdevice_cpu.during_launch(fn.__globals__), _math_methods():  # after the check, which must see libdevice's stubs and tl.tensor's own methods
+                names = list(inspect.signature(fn).parameters)
+                return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
 
     def call(self, *args, **kwargs):
         # A @jit function called from a kernel: as Triton's own __call__,
@@ -229,7 +236,7 @@ def _check_launches(interpreter) -> None:
         # front end would then compile against the interpreter's versions).
         scope = interpreter._patch_lang(self.fn)
         try:
-            fn = self.rewrite()
+            fn = frontend.runnable(self)  # never Triton's cache of rewritten bodies
             try:
                 return fn(*args, **kwargs)
             except Exception as e:
@@ -239,6 +246,15 @@ def _check_launches(interpreter) -> None:
 
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
+    global HELPER_CALLS
+    HELPER_CALLS = frozenset({call.__code__})
+
+
+# The code of the worker's call of a @jit helper from inside a kernel: to the
+# audit hook it is the judge's own, as the launch around it is (it asks the
+# front end's record for the helper's checked body); the helper's body below
+# it is the file's, as the kernel's is.
+HELPER_CALLS: frozenset = frozenset()
 
 
 _NOTHING = object()

@@ -54,8 +54,32 @@ def _owners() -> list[tuple[object, bool]]:
     # adds there runs on the data under the interpreter (on the IR on a GPU).
     from triton.language import core
     language = [core.tensor, core.constexpr]
-    return [(interpreter, False), (native, False), (numpy, False)] + [(cls, True) for cls in classes + language] \
-        + [(frontend._state, True), (libdevice_cpu.made(), True), (interpret.math_methods(), True)]
+    # And the GPU compiler's front end that checks each kernel first (a file
+    # that taught its code generator to pass anything had numpy run
+    # unchecked): its modules and their classes, and the backend it uses.
+    compiler = _compiler_modules()
+    classes += [value for module in compiler for value in vars(module).values()
+                if isinstance(value, type) and value.__module__ == module.__name__]
+    backend = frontend._state.get("backend")
+    return [(interpreter, False), (native, False), (numpy, False)] + [(m, False) for m in compiler] \
+        + [(cls, True) for cls in classes + language] \
+        + [(frontend._state, True), (libdevice_cpu.made(), True), (interpret.math_methods(), True)] \
+        + ([(backend, True)] if backend is not None and hasattr(backend, "__dict__") else [])
+
+
+def _compiler_modules() -> list:
+    import importlib
+    names = ("triton.compiler.code_generator", "triton.compiler.compiler", "triton.compiler.errors",
+             "triton.runtime.jit", "triton.language", "triton.language.core", "triton.language.standard",
+             "triton.language.math", "triton.language.semantic", "triton.backends.compiler",
+             "triton.backends.nvidia.compiler")
+    found = []
+    for name in names:
+        try:
+            found.append(importlib.import_module(name))
+        except ImportError:  # another Triton's layout: the rest are recorded
+            continue
+    return found
 
 
 def _members(owner) -> dict:

@@ -151,6 +151,13 @@ def _thunk(expr: ast.expr) -> ast.Lambda:
 
 
 class _Rewrite(ast.NodeTransformer):
+    def __init__(self, shadowed=frozenset()):
+        # Names the function's module defines itself (triton.language's
+        # standard.py has max and min reductions of its own: tl.softmax and
+        # tl.argmax call them): those calls are left as they are, as the GPU
+        # compiler reads a global before a builtin.
+        self.shadowed = shadowed
+
     def visit_For(self, node: ast.For):
         self.generic_visit(node)
         call = node.iter
@@ -160,6 +167,8 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in self.shadowed:
+            return node
         if isinstance(node.func, ast.Name) and node.func.id == "print":
             node.func = ast.Name(id=PRINT, ctx=ast.Load())
         elif isinstance(node.func, ast.Name) and node.func.id in BUILTINS:
@@ -217,7 +226,8 @@ def install() -> None:
         return
 
     def _transform_ast(self, src):
-        tree = ast.fix_missing_locations(_Rewrite().visit(original(self, src)))
+        shadowed = frozenset(name for name in ("print", *BUILTINS) if name in self.fn.__globals__)
+        tree = ast.fix_missing_locations(_Rewrite(shadowed).visit(original(self, src)))
         # Where the rewritten kernel is run (Triton adds its own names there too).
         bind(self.fn.__globals__)
         return tree

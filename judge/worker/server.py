@@ -179,6 +179,9 @@ class Worker:
         # made a partial of the reply) would run in the worker's place.
         own = [(self.__dict__, name) for name in ("link", "guard", "device",
                                                   *(n for n in vars(Worker) if not n.startswith("__")))]
+        if self.device == "cpu":
+            from judge.worker import interpret
+            trusted = trusted | interpret.HELPER_CALLS
         arming.arm(os.path.abspath(path), self.guard, trusted, sealed + own, self.link.complaint_fd)
         armed = time.monotonic()
 
