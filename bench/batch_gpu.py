@@ -121,8 +121,8 @@ def one_challenge(name: str, files: list, ns, work: Path) -> dict:
     records = []
     for row in rows:
         golden = expected[row["id"]]
-        records.append({"path": golden.relative(), "challenge": name, "expected": golden.verdict,
-                        "verdict": row.get("verdict"), "matches": row.get("verdict") == golden.verdict,
+        records.append({"path": golden.relative(), "challenge": name, "expected": golden.on_gpu,
+                        "verdict": row.get("verdict"), "matches": row.get("verdict") == golden.on_gpu,
                         "lane": row.get("lane"), "wall_s": row.get("wall_s"), "latency_ms": row.get("latency_ms"),
                         "tflops": row.get("tflops"), "score": row.get("score"),
                         "grading_s": (row.get("result") or {}).get("duration_s"),

@@ -73,7 +73,7 @@ def main() -> int:
         limits = Limits(case_timeout_s=10) if "hang" in path or "infinite" in path else Limits()
         result = grade(ROOT / path, GradeOptions(challenge=golden.challenge, device="cuda", seed=ns.seed,
                                                  limits=limits, time=ns.time))
-        return path, golden.verdict, result, time.monotonic() - t0
+        return path, golden.on_gpu, result, time.monotonic() - t0
 
     with ThreadPoolExecutor(max_workers=max(1, ns.parallel)) as pool:
         for path, wanted, result, wall in pool.map(one, chosen):

@@ -107,11 +107,15 @@ class Rules(_Strict):
     only move data, where moving the data is the job (a copy, a transpose)."""
 
     refused_ops: list[str] = []  # aten operator names, such as "copy_", "clone", "_to_copy"
+    # torch's copies may copy whole tensors only (a scratch clone of an
+    # argument), never part of one: where the job is moving data and copies
+    # of parts of a tensor would do it (a reversal by swapping halves).
+    whole_copies_only: bool = False
     why: str = "this challenge's job"  # said in the rule's message
 
     @model_validator(mode="after")
     def _why_given(self):
-        if self.refused_ops and not self.why.strip():
+        if (self.refused_ops or self.whole_copies_only) and not self.why.strip():
             raise ValueError("rules.why must say why refused_ops are refused")
         return self
 

@@ -20,6 +20,13 @@ class Golden:
     challenge: str
     verdict: str
     note: str = ""
+    # Where a GPU says otherwise (a CPU-only cheat both refuse, by other
+    # verdicts): what the GPU's verdict must be. Empty: the same.
+    gpu_verdict: str = ""
+
+    @property
+    def on_gpu(self) -> str:
+        return self.gpu_verdict or self.verdict
 
     def relative(self, root: Path = ROOT) -> str:
         return self.path.relative_to(root).as_posix()
@@ -35,7 +42,8 @@ def read(folder: Path, default_challenge: str | None = None) -> list[Golden]:
     for rel, entry in table.items():
         path = (folder / rel).resolve()
         name = entry.get("challenge") or challenges.for_file(path) or default_challenge or "matrix_multiplication"
-        out.append(Golden(path=path, challenge=name, verdict=entry["verdict"], note=entry.get("note", "")))
+        out.append(Golden(path=path, challenge=name, verdict=entry["verdict"], note=entry.get("note", ""),
+                          gpu_verdict=entry.get("gpu_verdict", "")))
     return out
 
 

@@ -88,7 +88,8 @@ def load_request(challenge: Challenge, device: str, options: "GradeOptions") -> 
     return {"op": "load", "path": "submission.py", "device": device, "emulate_tf32": options.emulate_tf32,
             "gpu_memory_fraction": options.limits.gpu_memory_fraction, "arity": len(arg_names),
             "arg_names": arg_names, "signature": challenge.call_signature(),
-            "refused_ops": list(challenge.rules.refused_ops), "refused_why": challenge.rules.why}
+            "refused_ops": list(challenge.rules.refused_ops), "refused_why": challenge.rules.why,
+            "whole_copies": challenge.rules.whole_copies_only}
 
 
 def spawn(path: Path, device: str, limits: Limits, extra_hidden: list[str] = (),

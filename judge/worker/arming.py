@@ -21,7 +21,7 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
                  "judge.worker.module_guard")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
-CPU_MODULES = ("judge.worker.frontend", "judge.worker.host_tensors", "judge.worker.races",
+CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.host_tensors", "judge.worker.races",
                "judge.worker.launch_watch", "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu",
                "judge.worker.interpreter_state", "judge.worker.arithmetic")
 # What carries the worker's answers to the judge, below its own code: a file
@@ -127,7 +127,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     # Its state too, which the worker never writes once the file is loaded
     # (a file that reached the guard emptied its refusals: torch's copies
     # passed in a challenge that refuses them).
-    pairs += [(guard.__dict__, name) for name in ("_refused", "_refused_why")]
+    pairs += [(guard.__dict__, name) for name in ("_refused", "_refused_why", "_whole_copies")]
     pairs += [(guard.__dict__, "_trusted"), (guard.__dict__, "_submission"), (sys, "audit"),
               (guard.__dict__, "_submission_globals"), (guard.__dict__, "_wrapper_globals"),
               (audit, "violations"), (audit, "report")]

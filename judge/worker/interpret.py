@@ -199,7 +199,7 @@ def _check_launches(interpreter) -> None:
     import inspect
     import threading
 
-    from judge.worker import frontend, host_tensors, interpreter_state, kernel_rewrites, libdevice_cpu
+    from judge.worker import frontend, host_tensors, interpreter_state, kernel_rewrites, libdevice_cpu, twins
     lock = threading.RLock()
 
     def run(self, *args, grid, warmup, **kwargs):
@@ -220,14 +220,18 @@ def _check_launches(interpreter) -> None:
                 elif isinstance(grid, list):
                     grid = tuple(grid)  # Triton's JIT reads a grid by len() and index: a list is one there
                 interpreter_state.restore()
-            fn, body = frontend.check(self, args, kwargs)  # what runs is what was checked
+            fn, body, reads = frontend.check(self, args, kwargs)  # what runs is what was checked
             if warmup:  # fn.warmup(...): compiled ahead on a GPU (its errors raised above), run later
                 return CompiledStandIn(self, kwargs)
             _debug_as_compiled(interpreter, self, kwargs)
             kernel_rewrites.bind(fn.__globals__)  # the rewrite's helpers, as the worker made them
-            with libdevice_cpu.during_launch(fn.__globals__), _math_methods():  # after the check, which must see libdevice's stubs and tl.tensor's own methods
-                names = list(inspect.signature(fn).parameters)
-                return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
+            names = list(inspect.signature(fn).parameters)
+            try:
+                with libdevice_cpu.during_launch(fn.__globals__), _math_methods():  # after the check, which must see libdevice's stubs and tl.tensor's own methods
+                    return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
+            finally:
+                if not twins.unchanged(reads):  # the file's code ran inside the launch
+                    frontend.changed_while_compiling()
 
     def call(self, *args, **kwargs):
         # A @jit function called from a kernel: as Triton's own __call__,

@@ -37,6 +37,8 @@ import contextlib
 import os
 import sys
 
+from judge.protocol import INPUT_GUARD, OUTPUT_GUARD
+
 # The operators solve may call, by kind: none computes on the data.
 ALLOCATION_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
@@ -122,14 +124,46 @@ def _device_of(x):
     return getattr(x, "device", None) if isinstance(x, (torch.device, str)) else None
 
 
+def _all_whole(args, kwargs) -> bool:
+    """Every tensor among an operator's arguments is all of what it was made
+    as: a whole allocation, or a tensor the worker handed to solve (inside
+    its guard bands: judge.worker.buffers); not a slice, a transposed view
+    or a window of one. Copies of whole tensors keep the elements' order."""
+    import torch
+    items = list(args) + list((kwargs or {}).values())
+    while items:
+        item = items.pop()
+        if isinstance(item, (list, tuple)):
+            items += list(item)
+        elif isinstance(item, torch.Tensor) and not _whole(item):
+            return False
+    return True
+
+
+def _whole(tensor) -> bool:
+    import torch
+    tensor_base = torch._C.TensorBase
+    if not tensor_base.is_contiguous(tensor):
+        return False
+    base, n, offset = tensor_base._base.__get__(tensor), tensor_base.numel(tensor), tensor_base.storage_offset(tensor)
+    if base is None:
+        return offset == 0  # an allocation of its own
+    size, start = tensor_base.numel(base), tensor_base.storage_offset(base)
+    return (n == size and offset == start) or (start == 0 and any(offset == band and n == size - 2 * band
+                                                                  for band in (INPUT_GUARD, OUTPUT_GUARD)))
+
+
 class Guard:
     """Arms the rules around one call of solve; `violation` says what broke."""
 
-    def __init__(self, submission: str | None = None, trusted=frozenset(), refused=(), refused_why: str = ""):
+    def __init__(self, submission: str | None = None, trusted=frozenset(), refused=(), refused_why: str = "",
+                 whole_copies: bool = False):
         self.violation: str | None = None
         # The challenge's own refusals (judge.challenge_spec.Rules): operators
-        # that only move data, where moving the data is the job.
+        # that only move data, where moving the data is the job; or copies
+        # of parts of tensors only (whole_copies_only).
         self._refused = frozenset(refused)
+        self._whole_copies = bool(whole_copies)
         self._refused_why = refused_why or "this challenge's job"
         self._submission = os.path.abspath(submission) if submission else None
         self._trusted = frozenset(trusted)  # code objects of the judge's wrappers around Triton's launches
@@ -222,17 +256,17 @@ class Guard:
 
         return OpGuard()
 
-    def _copies(self, name: str, func) -> bool:
+    def _copies(self, name: str, func, args=(), kwargs=None) -> bool:
         """Does this operator move data, in a challenge that refuses torch's
         copies? Its refused names, and any other form that writes into a
         tensor it was given, an allocation's or a fill's aside (aten's .out
         forms of lift_fresh_copy or _unsafe_view copied a matrix too)."""
-        if not self._refused:
+        if not self._refused and not self._whole_copies:
             return False
-        if name in self._refused or name in COPY_FORMS:
-            return True
         schema = getattr(func, "_schema", None)
-        return bool(getattr(schema, "is_mutable", False)) and name not in WRITES_NO_DATA
+        moves = (name in self._refused or name in COPY_FORMS
+                 or bool(getattr(schema, "is_mutable", False)) and name not in WRITES_NO_DATA)
+        return moves and (bool(self._refused) or not _all_whole(args, kwargs))
 
     def check_op(self, func, args, kwargs, inside_triton: bool = False) -> None:
         name = func.overloadpacket.__name__
@@ -245,15 +279,17 @@ class Guard:
             # Triton's only if the audit hook says the code is: the cheap walk
             # above tells frames by their globals, and a grid function made by
             # exec with globals of its own passed for Triton's. If not, solve's rules.
-            if not ((name == "_local_scalar_dense" or self._copies(name, func)) and _origin() == "submission"):
+            if not ((name == "_local_scalar_dense" or self._copies(name, func, args, kwargs))
+                    and _origin() == "submission"):
                 return
         if name == "_local_scalar_dense":
             self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) in solve")
         if name not in ALLOWED_OPS:
             self.flag(f"rule: no torch compute in solve: aten.{name} was called "
                       f"({func}); write the computation as a Triton kernel")
-        if self._copies(name, func):
-            self.flag(f"rule: no torch copies in solve in this challenge ({self._refused_why}): aten.{name} "
+        if self._copies(name, func, args, kwargs):
+            what = "no torch copies" if self._refused else "torch copies of whole tensors only (a scratch clone)"
+            self.flag(f"rule: {what} in solve in this challenge ({self._refused_why}): aten.{name} "
                       f"was called ({func}); write it as a Triton kernel")
         crossing = _crossing(name, args, kwargs)
         if crossing:

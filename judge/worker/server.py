@@ -156,7 +156,8 @@ class Worker:
         path = msg["path"]
         trusted, sealed = launches.hook_triton(cuda=self.device == "cuda")
         self.guard = Guard(submission=os.path.abspath(path), trusted=trusted,
-                           refused=msg.get("refused_ops") or (), refused_why=msg.get("refused_why") or "")
+                           refused=msg.get("refused_ops") or (), refused_why=msg.get("refused_why") or "",
+                           whole_copies=bool(msg.get("whole_copies")))
         spec = importlib.util.spec_from_file_location("submission", path)
         module = importlib.util.module_from_spec(spec)
         self.guard.bind(module.__dict__, launches.__dict__)
