@@ -18,10 +18,10 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.la
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals",
-                 "judge.worker.module_guard")
+                 "judge.worker.module_guard", "judge.worker.copy_extent")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
-CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.host_tensors", "judge.worker.races",
+CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
                "judge.worker.launch_watch", "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu",
                "judge.worker.interpreter_state", "judge.worker.arithmetic")
 # What carries the worker's answers to the judge, below its own code: a file

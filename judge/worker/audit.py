@@ -22,20 +22,13 @@ another file's name: compiling source under the name of a file it is not
 (or building a code object, or swapping a function's __code__) is itself
 refused to the submission.
 
-Refused to the submission (during import and in solve alike), each a
-violation the judge turns into `rejected`:
-  * foreign calls and raw memory through ctypes or cffi (loading a library,
-    looking up a symbol, reading or writing at an address), and the ctypes
-    and cffi modules themselves;
-  * importing a compute library outside a short allowlist (cupy, jax,
-    tensorflow, numba, pycuda, cuda-python, scipy, sklearn, ...): LeetGPU's
-    rule is "Triton and the framework's native features only";
-  * the garbage collector's object lists, other threads' frames, and frame
-    objects reached from tracebacks or generators: ways to dig the judge's
-    guard out of memory;
-  * new processes (fork, exec, spawn, subprocess, os.system) and sockets.
-A violation is remembered here even if the submission catches the
-exception; the worker asks for the record after every call.
+Refused to the submission (at import and in solve alike; each a violation,
+`rejected`, remembered even if the file catches the exception): ctypes and
+cffi (foreign calls, raw memory, the modules themselves); compute libraries
+(cupy, jax, numba, scipy...: LeetGPU's "Triton and the framework's native
+features only"); the collector's object lists, other threads' frames and
+frames reached from tracebacks or generators (ways to dig the guard out of
+memory); new processes and sockets (judge.worker.refusals has the tables).
 
 The hook also keeps what nothing else may reach: the originals of torch's
 ways past the operator guard (judge.worker.gates), let through only for

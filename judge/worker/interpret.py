@@ -200,6 +200,7 @@ def _check_launches(interpreter) -> None:
     import threading
 
     from judge.worker import frontend, host_tensors, interpreter_state, kernel_rewrites, libdevice_cpu, twins
+    from judge.worker.compiled_stand_in import CompiledStandIn
     lock = threading.RLock()
 
     def run(self, *args, grid, warmup, **kwargs):
@@ -222,7 +223,7 @@ def _check_launches(interpreter) -> None:
                 interpreter_state.restore()
             fn, body, reads = frontend.check(self, args, kwargs)  # what runs is what was checked
             if warmup:  # fn.warmup(...): compiled ahead on a GPU (its errors raised above), run later
-                return CompiledStandIn(self, kwargs)
+                return CompiledStandIn(self, kwargs)  # judge.worker.compiled_stand_in
             _debug_as_compiled(interpreter, self, kwargs)
             kernel_rewrites.bind(fn.__globals__)  # the rewrite's helpers, as the worker made them
             names = list(inspect.signature(fn).parameters)
@@ -381,30 +382,3 @@ def _debug_as_compiled(interpreter, fn, kwargs: dict) -> None:
     builder = interpreter.interpreter_builder
     if bool(getattr(builder.options, "debug", False)) != debug:
         builder.options = dataclasses.replace(builder.options, debug=debug)  # put back before the next launch
-
-
-class CompiledStandIn:
-    """What fn.warmup(...) hands back on a GPU (Triton's CompiledKernel), for
-    the interpreter, which compiles nothing and returned None: Triton's
-    fused-softmax tutorial warms its kernel up to read its registers and
-    shared memory, sizes its grid from them, and launches it as
-    compiled[grid](every argument, constexprs too). The figures are those of
-    a small kernel on an H100 (they size a grid, never a result); a launch
-    goes through the interpreter as any other (counted, checked)."""
-
-    n_regs, n_spills, n_max_threads = 32, 0, 1024
-
-    def __init__(self, fn, options: dict):
-        from types import SimpleNamespace
-        self.fn = fn
-        self.metadata = SimpleNamespace(shared=0, name=getattr(fn, "__name__", "kernel"),
-                                        num_warps=int(options.get("num_warps") or 4),
-                                        num_stages=int(options.get("num_stages") or 3), num_ctas=1)
-
-    def _init_handles(self) -> None:
-        pass
-
-    def __getitem__(self, grid):
-        def runner(*args, stream=None):
-            return self.fn[tuple(grid)](*args)
-        return runner

@@ -37,7 +37,7 @@ import contextlib
 import os
 import sys
 
-from judge.protocol import INPUT_GUARD, OUTPUT_GUARD
+from judge.worker import copy_extent
 
 # The operators solve may call, by kind: none computes on the data.
 ALLOCATION_OPS = frozenset({
@@ -122,35 +122,6 @@ def _device_of(x):
     if isinstance(x, torch.Tensor):
         return torch._C.TensorBase.device.__get__(x)  # not a subclass's own `device`, which is its code
     return getattr(x, "device", None) if isinstance(x, (torch.device, str)) else None
-
-
-def _all_whole(args, kwargs) -> bool:
-    """Every tensor among an operator's arguments is all of what it was made
-    as: a whole allocation, or a tensor the worker handed to solve (inside
-    its guard bands: judge.worker.buffers); not a slice, a transposed view
-    or a window of one. Copies of whole tensors keep the elements' order."""
-    import torch
-    items = list(args) + list((kwargs or {}).values())
-    while items:
-        item = items.pop()
-        if isinstance(item, (list, tuple)):
-            items += list(item)
-        elif isinstance(item, torch.Tensor) and not _whole(item):
-            return False
-    return True
-
-
-def _whole(tensor) -> bool:
-    import torch
-    tensor_base = torch._C.TensorBase
-    if not tensor_base.is_contiguous(tensor):
-        return False
-    base, n, offset = tensor_base._base.__get__(tensor), tensor_base.numel(tensor), tensor_base.storage_offset(tensor)
-    if base is None:
-        return offset == 0  # an allocation of its own
-    size, start = tensor_base.numel(base), tensor_base.storage_offset(base)
-    return (n == size and offset == start) or (start == 0 and any(offset == band and n == size - 2 * band
-                                                                  for band in (INPUT_GUARD, OUTPUT_GUARD)))
 
 
 class Guard:
@@ -266,7 +237,7 @@ class Guard:
         schema = getattr(func, "_schema", None)
         moves = (name in self._refused or name in COPY_FORMS
                  or bool(getattr(schema, "is_mutable", False)) and name not in WRITES_NO_DATA)
-        return moves and (bool(self._refused) or not _all_whole(args, kwargs))
+        return moves and (bool(self._refused) or not copy_extent.all_whole(args, kwargs))
 
     def check_op(self, func, args, kwargs, inside_triton: bool = False) -> None:
         name = func.overloadpacket.__name__
