@@ -63,12 +63,12 @@ def check(kernel, args: tuple, kwargs: dict) -> tuple:
     jit_options = twins.jit_options(kernel)
     if _state.get("backend") is None:
         _mark_runnable([fn])
-        return fn, runnable(kernel), ()
+        return fn, runnable(kernel), (), None
     args = tuple(_as_twin(a) for a in args)
     kwargs = {k: _as_twin(v) for k, v in kwargs.items()}
     binding = _bind(_binding_twin(fn, jit_options), args, kwargs)  # what the GPU's launcher cannot bind fails here as there
     _check_options(binding[-1])
-    failure, reads = _checked(fn, jit_options, *binding)
+    failure, reads, decisions = _checked(fn, jit_options, *binding)
     if failure is _NEEDS_ALLOCATOR:
         # Tensor descriptors made in the kernel need a global scratch on a
         # GPU, which Triton takes from triton.set_allocator's allocator at
@@ -78,7 +78,7 @@ def check(kernel, args: tuple, kwargs: dict) -> tuple:
             _allocation._NULL_ALLOCATOR(0, 0, None)
     elif failure is not None:
         raise failure
-    return fn, runnable(kernel), reads
+    return fn, runnable(kernel), reads, decisions
 
 
 def runnable(function):
@@ -171,8 +171,8 @@ def _checked(fn, jit_options: dict, options: dict, bound, specialization, rest: 
     key = ("check", id(fn), repr(specialization), repr(sorted(rest.items())))
     kept = audit.memo(key)
     if kept is not None and twins.unchanged(kept[1]):
-        return kept[0], kept[1]
-    state = {"twins": {}, "origin": {}, "reads": [], "visited": [fn]}
+        return kept[0], kept[1], kept[3]
+    state = {"twins": {}, "origin": {}, "reads": [], "visited": [fn], "decisions": {}}
     audit.memo(("checking",), state)
     try:
         twin = twins.fresh(fn, state, jit_options)
@@ -192,9 +192,10 @@ def _checked(fn, jit_options: dict, options: dict, bound, specialization, rest: 
     if not twins.unchanged(r for r in reads if r[2] is not twins._MISSING):
         changed_while_compiling()
     if result is None or result is _NEEDS_ALLOCATOR:
-        _mark_runnable(state["visited"])
-    audit.memo(key, (result, reads, twin))  # the twin kept alive: ids stay their own
-    return result, reads
+        _mark_runnable([f for f in state["visited"] if f is not None])
+    decisions = types.MappingProxyType({k: frozenset(v) for k, v in state["decisions"].items()})
+    audit.memo(key, (result, reads, twin, decisions))  # the twin kept alive: ids stay their own
+    return result, reads, decisions
 
 
 def changed_while_compiling() -> None:
@@ -228,12 +229,14 @@ def _tensor_methods_twinned(state: dict):
     (x.sum(), x.to()...) are interpreted ones here: their fresh twins for
     the length of a check."""
     from triton.language import core
-    from triton.runtime.interpreter import InterpretedFunction
     swapped = []
     for name, value in list(vars(core.tensor).items()):
-        if type(value) is InterpretedFunction:
+        # Under the interpreter triton.language sets a plain wrapper of the
+        # @jit function as the method (a GPU sets the JITFunction itself).
+        target = twins.wrapped_interpreted(value)
+        if target is not None:
             swapped.append((name, value))
-            setattr(core.tensor, name, twins.fresh(twins.function_of(value), state, twins.jit_options(value)))
+            setattr(core.tensor, name, twins.fresh(twins.function_of(target), state, twins.jit_options(target)))
     try:
         yield
     finally:

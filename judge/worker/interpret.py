@@ -199,7 +199,7 @@ def _check_launches(interpreter) -> None:
     import inspect
     import threading
 
-    from judge.worker import frontend, host_tensors, interpreter_state, kernel_rewrites, libdevice_cpu, twins
+    from judge.worker import audit, frontend, host_tensors, interpreter_state, kernel_rewrites, libdevice_cpu, twins
     from judge.worker.compiled_stand_in import CompiledStandIn
     lock = threading.RLock()
 
@@ -221,16 +221,18 @@ def _check_launches(interpreter) -> None:
                 elif isinstance(grid, list):
                     grid = tuple(grid)  # Triton's JIT reads a grid by len() and index: a list is one there
                 interpreter_state.restore()
-            fn, body, reads = frontend.check(self, args, kwargs)  # what runs is what was checked
+            fn, body, reads, decisions = frontend.check(self, args, kwargs)  # what runs is what was checked
             if warmup:  # fn.warmup(...): compiled ahead on a GPU (its errors raised above), run later
                 return CompiledStandIn(self, kwargs)  # judge.worker.compiled_stand_in
             _debug_as_compiled(interpreter, self, kwargs)
             kernel_rewrites.bind(fn.__globals__)  # the rewrite's helpers, as the worker made them
             names = list(inspect.signature(fn).parameters)
+            audit.memo(("decisions",), decisions)  # the ways each if may go (kernel_rewrites.branch)
             try:
                 with libdevice_cpu.during_launch(fn.__globals__), _math_methods():  # after the check, which must see libdevice's stubs and tl.tensor's own methods
                     return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
             finally:
+                audit.memo(("decisions",), None)
                 if not twins.unchanged(reads):  # the file's code ran inside the launch
                     frontend.changed_while_compiling()
 
@@ -252,7 +254,7 @@ def _check_launches(interpreter) -> None:
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
     global HELPER_CALLS
-    HELPER_CALLS = frozenset({call.__code__})
+    HELPER_CALLS = frozenset({call.__code__, kernel_rewrites.branch.__code__})
 
 
 # The code of the worker's call of a @jit helper from inside a kernel: to the

@@ -47,6 +47,7 @@ import numpy as np
 WRAP = "__judge_loop_variables__"  # the wrappers' names in the kernel's globals
 PRINT = "__judge_kernel_print__"
 BOOL_OP, NOT, ASSERT = "__judge_bool_op__", "__judge_not__", "__judge_assert__"
+BRANCH = "__judge_branch__"
 BUILTINS = MappingProxyType({"max": "__judge_builtin_max__", "min": "__judge_builtin_min__"})
 INT32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -142,7 +143,8 @@ def bind(namespace: dict) -> None:
     before every launch: the file may have rebound them in between). Each
     is read from this module, whose functions and names are sealed."""
     namespace.update({WRAP: loop_variables, PRINT: kernel_print, BOOL_OP: bool_op, NOT: logical_not,
-                      ASSERT: kernel_assert, BUILTINS["max"]: builtin_max, BUILTINS["min"]: builtin_min})
+                      ASSERT: kernel_assert, BUILTINS["max"]: builtin_max, BUILTINS["min"]: builtin_min,
+                      BRANCH: branch})
 
 
 def _thunk(expr: ast.expr) -> ast.Lambda:
@@ -150,13 +152,52 @@ def _thunk(expr: ast.expr) -> ast.Lambda:
                                          kwarg=None, defaults=[]), body=expr)
 
 
+def branch(fn_id: int, line: int, col: int, value):
+    """An `if` (or `x if c else y`) of a kernel under the interpreter: the
+    way it goes must be one the GPU compiler compiled for this launch
+    (judge.worker.twins records each test: decided at compile time, or a
+    tensor with both ways compiled). A test the compiler decided one way
+    and the interpreter another is code no GPU runs: a file told the two
+    apart (a Triton builtin's marker, a method the interpreter adds) and ran
+    numpy only under the interpreter."""
+    from judge.worker import audit
+    decisions = audit.memo(("decisions",))
+    if decisions is None:
+        return value
+    seen = decisions.get((fn_id, line, col))
+    if seen is None or ("dynamic" not in seen and bool(value) not in seen):
+        message = ("rule: a kernel took a branch the GPU compiler did not compile for this launch (line "
+                   f"{line} of its source): it runs only under the interpreter")
+        audit.report(message)
+        raise RuntimeError(message)
+    return value
+
+
 class _Rewrite(ast.NodeTransformer):
-    def __init__(self, shadowed=frozenset()):
+    def __init__(self, shadowed=frozenset(), where=None):
         # Names the function's module defines itself (triton.language's
         # standard.py has max and min reductions of its own: tl.softmax and
         # tl.argmax call them): those calls are left as they are, as the GPU
         # compiler reads a global before a builtin.
         self.shadowed = shadowed
+        self.where = where  # (id of the function, its def's line - 1): each test told to branch()
+
+    def _test(self, node):
+        if self.where is None:
+            return node.test
+        fn_id, offset = self.where
+        place = [ast.Constant(fn_id), ast.Constant(node.test.lineno - offset), ast.Constant(node.test.col_offset)]
+        return ast.Call(func=ast.Name(id=BRANCH, ctx=ast.Load()), args=[*place, node.test], keywords=[])
+
+    def visit_If(self, node: ast.If):
+        node.test = self._test(node)
+        self.generic_visit(node)
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp):
+        node.test = self._test(node)
+        self.generic_visit(node)
+        return node
 
     def visit_For(self, node: ast.For):
         self.generic_visit(node)
@@ -227,7 +268,8 @@ def install() -> None:
 
     def _transform_ast(self, src):
         shadowed = frozenset(name for name in ("print", *BUILTINS) if name in self.fn.__globals__)
-        tree = ast.fix_missing_locations(_Rewrite(shadowed).visit(original(self, src)))
+        where = (id(self.fn), self.def_file_lineno - 1) if getattr(self, "_judge_branches", False) else None
+        tree = ast.fix_missing_locations(_Rewrite(shadowed, where).visit(original(self, src)))
         # Where the rewritten kernel is run (Triton adds its own names there too).
         bind(self.fn.__globals__)
         return tree

@@ -69,6 +69,7 @@ def made(fn) -> tuple:
     rewriter = FunctionRewriter(fn)
     rewriter.filename = fn.__code__.co_filename
     rewriter.def_file_lineno = start + text.count("\n", 0, found.start())
+    rewriter._judge_branches = True  # each if told to kernel_rewrites.branch()
     tree = rewriter._transform_ast(src)
     _drop_evaluated_parts(tree, fn.__name__)
     body = rewriter._compile_and_exec(tree)
@@ -102,6 +103,19 @@ def jit_options(kernel) -> dict:
     do_not_specialize...), as its JITFunction on a GPU would take it."""
     given = vars(kernel).get("kwargs")
     return {k: v for k, v in given.items() if k in JIT_OPTIONS} if isinstance(given, dict) else {}
+
+
+def wrapped_interpreted(value):
+    """The interpreted function behind a tl.tensor method: the function
+    itself, or the one triton.language's member wrapper forwards to."""
+    from triton.runtime.interpreter import InterpretedFunction
+    if type(value) is InterpretedFunction:
+        return value
+    if type(value) is types.FunctionType and value.__code__.co_name == "wrapper" and value.__closure__:
+        inner = [_contents(c) for c in value.__closure__]
+        found = [v for v in inner if type(v) is InterpretedFunction]
+        return found[0] if len(found) == 1 else None
+    return None
 
 
 def fresh(fn, state: dict, options: dict | None = None):
@@ -201,19 +215,31 @@ def _contents(cell):
         return _MISSING
 
 
+# Python's builtins a kernel may not call, even through a constexpr: each
+# runs code or reaches objects by name (eval ran the file's function from a
+# kernel, at compile time on IR and under the interpreter on data).
+REFUSED_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "setattr", "delattr", "vars", "globals",
+                              "locals", "open", "breakpoint", "input", "memoryview", "__build_class__"})
+
+
 def police_callees() -> None:
     """What Triton's code generator calls in a kernel: an interpreted
     function as its fresh twin; nothing of the file's own Python that is not
-    @jit, nor a function posing as a Triton builtin (either ran numpy on the
-    interpreter's blocks, where the compiler had called it on IR); and no
+    @jit (seen through partials, bound methods and callable objects), no
+    object of the file's handed to a Python builtin (its dunders are the
+    file's code), no builtin that runs code or reaches objects by name, and
+    no function posing as a Triton builtin: each ran numpy on the
+    interpreter's blocks where the compiler had called it on IR. And no
     `.handle` of a block (its IR value when compiled, its numpy data when
-    interpreted: a branch on it ran only under the interpreter)."""
+    interpreted)."""
     from triton.compiler import code_generator
     from triton.compiler.errors import CompilationError
     from triton.language import core
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
     generator = code_generator.CodeGenerator
+    bound_method = getattr(code_generator, "BoundJITMethod", ())
+    namespace = frozenset(id(v) for v in generator.builtin_namespace.values())
     call_function, visit_attribute = generator.call_Function, generator.visit_Attribute
 
     def call_Function(self, node, fn, args, kws):
@@ -224,12 +250,12 @@ def police_callees() -> None:
             origin = audit.memo(("origin", id(fn)))  # a helper passed as an argument (judge.worker.frontend)
             if origin is not None:
                 fn = fresh(origin[0], state, origin[1])
-        if isinstance(fn, JITFunction):
-            if state is not None:
-                state["visited"].append(state["origin"].get(id(fn), fn.fn))
-        elif _the_files(fn) or (core.is_builtin(fn) and not str(getattr(fn, "__module__", "")).startswith("triton.")):
-            raise CompilationError(self.jit_fn.src, node, f"{getattr(fn, '__name__', fn)!r} is not a Triton "
-                                   "function: a kernel calls only @triton.jit functions and Triton's own")
+        target = getattr(fn, "__func__", None) if bound_method and isinstance(fn, bound_method) else fn
+        if not isinstance(target, JITFunction) and not isinstance(fn, bound_method or ()):
+            why = _refused_callee(fn, args, kws, namespace, core)
+            if why:
+                raise CompilationError(self.jit_fn.src, node, f"{getattr(fn, '__name__', fn)!r}: {why}; a kernel "
+                                       "calls only @triton.jit functions and Triton's own")
         return call_function(self, node, fn, args, kws)
 
     def visit_Attribute(self, node):
@@ -238,22 +264,112 @@ def police_callees() -> None:
         return visit_attribute(self, node)
 
     generator.call_Function, generator.visit_Attribute = call_Function, visit_Attribute
+    _record_branches(generator, core)
+
+
+def _record_branches(generator, core) -> None:
+    """Each `if` test and conditional expression the code generator meets,
+    with how it went: decided at compile time (True or False: only that way
+    is compiled) or a tensor ("dynamic": both are). The interpreter may then
+    go only those ways (judge.worker.kernel_rewrites.branch); the functions
+    compiled, for judge.worker.frontend.runnable."""
+    from triton.runtime.interpreter import InterpretedFunction
+    visit, visit_if, visit_ifexp, call_jit = (generator.visit, generator.visit_If, generator.visit_IfExp,
+                                              generator.call_JitFunction)
+
+    def visit_recording(self, node):
+        value = visit(self, node)
+        if getattr(node, "_judge_test", False):
+            state = audit.memo(("checking",))
+            if state is not None:
+                fn = state["origin"].get(id(self.jit_fn))
+                outcome = "dynamic" if isinstance(value, core.tensor) else bool(_unwrapped(value, core))
+                key = (id(fn), node.lineno, node.col_offset)
+                state["decisions"].setdefault(key, set()).add(outcome)
+        return value
+
+    def marking(method):
+        def visit_test(self, node):
+            node.test._judge_test = True
+            return method(self, node)
+        return visit_test
+
+    def call_JitFunction(self, fn, *args, **kwargs):
+        state = audit.memo(("checking",))
+        if type(fn) is InterpretedFunction and state is not None:  # a builtin's own call (a combine function)
+            fn = fresh(function_of(fn), state, jit_options(fn))
+        if state is not None:
+            state["visited"].append(state["origin"].get(id(fn), getattr(fn, "fn", None)))
+        return call_jit(self, fn, *args, **kwargs)
+
+    generator.visit, generator.visit_If, generator.visit_IfExp = visit_recording, marking(visit_if), marking(visit_ifexp)
+    generator.call_JitFunction = call_JitFunction
+
+
+def _refused_callee(fn, args, kws, namespace: frozenset, core) -> str | None:
+    """Why the code generator may not call `fn`, or None."""
+    if core.is_builtin(fn):
+        return None if str(getattr(fn, "__module__", "")).startswith("triton.") else "not one of Triton's builtins"
+    if getattr(fn, "__name__", None) in REFUSED_BUILTINS and getattr(fn, "__module__", None) == "builtins":
+        return "a Python builtin that runs code or reaches objects by name"
+    if _the_files(fn):
+        return "the file's own Python, not @triton.jit"
+    if id(fn) in namespace or getattr(fn, "__module__", None) == "builtins":
+        values = [_unwrapped(a, core) for a in list(args) + list(kws.values())]
+        if any(_files_object(v) for v in values):
+            return "an object of the file's handed to a Python builtin (its methods are the file's code)"
+    return None
+
+
+def _unwrapped(value, core):
+    return value.value if isinstance(value, core.constexpr) else value
+
+
+def _files_object(value) -> bool:
+    """An object whose class, or the class's class, the file defined."""
+    cls = value if isinstance(value, type) else type(value)
+    return any(_defined_by_file(c) for c in (cls, type(cls)))
+
+
+def _defined_by_file(cls) -> bool:
+    import sys
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    return module is not None and _in_files_folder(getattr(module, "__file__", None))
 
 
 def _the_files(fn) -> bool:
-    """A callable whose Python code is the file's own: in its file or its
-    folder (a module it wrote), or made from a string."""
-    import os
-    import sys
-    target = getattr(fn, "__func__", fn)
-    code = getattr(target, "__code__", None)
+    """A callable whose Python code is the file's own (in its file or its
+    folder, or made from a string), seen through partials, bound methods,
+    wrappers and callable objects."""
+    seen = 0
+    while seen < 8:
+        seen += 1
+        inner = getattr(fn, "func", None) or getattr(fn, "__func__", None) or getattr(fn, "__wrapped__", None)
+        if inner is not None and inner is not fn:
+            if _the_files_code(fn):
+                return True
+            fn = inner
+            continue
+        break
+    return _the_files_code(fn) or (not isinstance(fn, type) and _defined_by_file(type(fn)))
+
+
+def _the_files_code(fn) -> bool:
+    code = getattr(fn, "__code__", None)
     if code is None:
-        code = getattr(getattr(type(target), "__call__", None), "__code__", None)
+        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)
     if code is None:
         return False  # a builtin or a C function
-    filename = code.co_filename
+    return _in_files_folder(code.co_filename)
+
+
+def _in_files_folder(filename) -> bool:
+    import os
+    import sys
+    if not isinstance(filename, str):
+        return False
     if not os.path.isabs(filename):
-        return not filename.startswith("<frozen")
+        return not filename.startswith("<frozen")  # made from a string
     submission = getattr(sys.modules.get("submission"), "__file__", None)
     folder = os.path.dirname(os.path.abspath(submission)) if submission else os.getcwd()
     return filename.startswith(folder + os.sep) or filename == submission
