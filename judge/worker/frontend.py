@@ -58,7 +58,8 @@ def install(capability: int = 90) -> bool:
 def check(kernel, args: tuple, kwargs: dict) -> tuple:
     """Raise the error a GPU would raise for this launch, if any; return
     (the kernel's function, the body the interpreter runs for it, what the
-    compiled code reads: judge.worker.interpret checks it after the launch)."""
+    compiled code reads, and the ways each of its tests went when compiled:
+    judge.worker.interpret holds the launch to both)."""
     fn = twins.function_of(kernel)
     jit_options = twins.jit_options(kernel)
     if _state.get("backend") is None:

@@ -11,7 +11,10 @@ in them replaced by its own twin. A check records what the twins' code
 reads (globals, the attributes of the modules it names, closure cells,
 a constexpr's value); the check is reused only while all of it holds the
 same objects, and nothing of it may change while the kernel compiles or
-runs (judge.worker.interpret checks after the launch).
+runs (judge.worker.interpret checks after the launch). It also records how
+each `if` test went when compiled: the interpreted body may go only those
+ways (judge.worker.kernel_rewrites.branch). And it polices what a kernel
+calls (police_callees): only @jit functions and Triton's own.
 
 The bodies, the check under way and the record of checks live in the
 audit hook (judge.worker.audit.memo), which the file cannot reach: the
