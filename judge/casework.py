@@ -16,7 +16,7 @@ from . import clock, progress, source_scan
 from .challenge import Case, Challenge
 from .compare import Comparison, Expected, Trial, policy_for
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
-from .protocol import GUARD_BITS, INPUT_GUARD, OUTPUT_GUARD, POISON_BITS
+from .protocol import GUARD_BITS, INPUT_GUARD, NO_LAUNCH, OUTPUT_GUARD, POISON_BITS
 from .results import CaseResult
 from .verdicts import Verdict
 
@@ -139,6 +139,28 @@ class Run:
             inputs.append(made)
         return outputs, inputs, None
 
+    @staticmethod
+    def idle_rule(idle, outputs: list[dict], inputs: list[dict]) -> str | None:
+        """The launch rule, for the trials whose solve launched no Triton
+        kernel (`idle`, the worker's report): such a call is allowed only
+        where the case needed no work, every output an in-place argument
+        left bit for bit as the judge made it (one element reversed in
+        place); a call that changed its outputs without one is rejected
+        here, one that left them as they were is rejected once they are
+        found wrong (run_case)."""
+        import torch
+        if not isinstance(idle, list) or not all(type(t) is int and 0 <= t < len(outputs) for t in idle):
+            raise ProtocolError(f"expected a list of trials without a launch, got {idle!r:.200}")
+        for t in idle:
+            for name, got in outputs[t].items():
+                bits = got.view(torch.int32)
+                made = inputs[t].get(name)  # an in-place argument's input; else the poison stays
+                same = (bool((bits == _signed(POISON_BITS)).all()) if made is None
+                        else torch.equal(bits, made.view(torch.int32).to(bits.device)))
+                if not same:
+                    return f"{NO_LAUNCH}, yet {name!r} changed"
+        return None
+
     def expected(self, made: dict) -> dict[str, Expected]:
         """The truth for one trial's inputs, from the challenge's reference."""
         if self._reference_takes_fp32:
@@ -223,6 +245,8 @@ class Run:
                     garbage = None
                     try:
                         outputs, inputs, rule = self.unpack(plan, blobs, seeds)
+                        if not rule and "no_launch" in reply:
+                            rule = self.idle_rule(reply["no_launch"], outputs, inputs)
                     except ProtocolError as exc:  # sizes that are not the plan's: the worker's fault
                         garbage = f"the worker sent garbage: {exc}"
                     if garbage:
@@ -231,6 +255,9 @@ class Run:
                         result.status, result.message = "rejected", rule
                     else:
                         fill(result, self.compare(outputs, inputs, also=result.also))
+                        if reply.get("no_launch") and result.status != "accepted":
+                            # It needed work after all (the truth is not its input): no kernel did it.
+                            result.status, result.message = "rejected", f"{NO_LAUNCH} ({result.message})"
                         result.diagnosis = source_scan.explain(self.path, result.diagnosis)
                         note = reply.get("note")
                         if result.status != "accepted" and isinstance(note, str) and note:

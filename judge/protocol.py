@@ -28,6 +28,10 @@ OUTPUT_GUARD = 4096  # elements before and after each output (16 KiB)
 INPUT_GUARD = 1 << 16  # elements before and after each input (256 KiB)
 GUARD_BITS = 0x7FC0DEAD  # a quiet NaN with a payload: the guard pattern around outputs
 POISON_BITS = 0x7FC00000  # the canonical NaN: outputs before each call, guards around inputs
+# The rule a call breaks that launched no Triton kernel (the worker reports
+# such calls of a case; the judge lets one pass only where the case needed
+# no work: judge.casework.idle_rule).
+NO_LAUNCH = "rule: solve must launch at least one Triton kernel, and it launched none"
 
 
 def _private_codec():

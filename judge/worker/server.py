@@ -22,6 +22,7 @@ import time
 import traceback
 
 from judge.worker import buffers as buffers_mod
+from judge.protocol import NO_LAUNCH
 from judge.worker import launches
 
 def _violations() -> list[str]:
@@ -271,9 +272,8 @@ class Worker:
                 return {"status": "interpreter_too_slow", "message": slow}
         if failure:
             return failure
-        if launches.launched() == before:
-            return {"status": "rejected",
-                    "message": "rule: solve must launch at least one Triton kernel, and it launched none"}
+        if launches.launched() == before:  # run() lets it pass where the outputs are as they were
+            return {"status": "rejected", "message": NO_LAUNCH, "no_launch": True}
         return None
 
     def run(self, msg: dict) -> None:
@@ -284,16 +284,22 @@ class Worker:
             from judge.worker import launch_watch
             launch_watch.set_budget(float(msg["interpreter_budget_s"]))
         from judge.worker import autotune
-        for seed in msg["seeds"]:
+        idle = []  # trials whose solve launched no kernel
+        for trial, seed in enumerate(msg["seeds"]):
             args, outputs, inputs = buffers_mod.prepare(msg["plan"], seed, self.device)
             with autotune.quick(msg.get("quick_autotune")):
                 failure = self._call(args)
+            if failure and failure.pop("no_launch", False):
+                # Said to the judge, which decides: a case that needs no work
+                # (one element reversed in place) may return early.
+                idle.append(trial)
+                failure = None
             if failure:
                 return self.reply(failure)
             buffers += self._ordered(outputs)
             if msg.get("return_inputs"):
                 buffers += self._ordered(inputs)
-        header = {"status": "ok"}
+        header = {"status": "ok", **({"no_launch": idle} if idle else {})}
         if self.device == "cpu":
             from judge.worker import races
             note = races.take_note()
@@ -325,6 +331,7 @@ class Worker:
         for args, _, _ in prepared:  # warm-up calls, under the rules
             failure = self._call(args)
             if failure:
+                failure.pop("no_launch", None)  # the timed case always has work to do
                 return self.reply(failure)
         steps["first_calls"] = round(clock.monotonic() - began, 3)
         from judge.cases import call_seed, refill_inputs
