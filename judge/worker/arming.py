@@ -136,7 +136,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs += own_callables(GUARD_MODULES)  # the guard's modules' functions and tables too (a file emptied REFUSED)
     # The CPU mode's record of the interpreter (immutable, but its name could be rebound).
     from judge.worker import interpreter_state
-    pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_MISSING", "_UNSETTABLE")]
+    pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_errors", "_MISSING", "_UNSETTABLE")]
     pairs += transport()
     audit.seal(pairs)
     audit.close_seal()

@@ -220,3 +220,16 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         return frame is not None and (frame.f_code.co_filename == submission or unknown(frame.f_code.co_filename))
 
     return blame, innermost_is_submission, gate_allows, thread_allowed, origin
+
+
+def same_source(filename: str, source) -> bool:
+    """A real import compiles the file's own text; anything else claiming a
+    library's file name is a forgery."""
+    if not isinstance(source, (str, bytes)):
+        return False
+    try:
+        with open(filename, "rb") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    return text == (source.encode() if isinstance(source, str) else source)

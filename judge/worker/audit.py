@@ -100,6 +100,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     # for the violations, or (past the seal) to keep an overload's kernel.
     own_requests = frozenset({rules._origin.__code__, globals()["violations"].__code__, gates._keep.__code__})
     memo_code = globals()["memo"].__code__
+    from judge.worker import launches
+    count_code = launches.count_launch.__code__
+    launch_count = [0]  # kernel launches since the hook was installed (judge.worker.launches)
     memos: dict = {}  # the CPU front end's record (judge.worker.frontend): out of the file's reach
     overload_code = gates.gate_overload_result.__code__
     POST_NONE, POST_TAG, POST_OVERLOAD = gates.POST_NONE, gates.POST_TAG, gates.POST_OVERLOAD
@@ -237,7 +240,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             # list whose append ran while the hook looked away).
             box = args[-1] if args and type(args[-1]) is list else None
             if box is None and event in ("tritonjudge.gated", "tritonjudge.origin", "tritonjudge.verify",
-                                         "tritonjudge.gate_keep", "tritonjudge.memo"):
+                                         "tritonjudge.gate_keep", "tritonjudge.memo", "tritonjudge.launches"):
+                return
+            if event == "tritonjudge.launches":  # read by anyone: no secret
+                list.append(box, launch_count[0])
                 return
             busy.add(me)
             try:
@@ -249,16 +255,21 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     list.append(box, origin(caller))
                     return
                 elif event == "tritonjudge.memo" and asker is memo_code:
-                    # Only inside a launch, below the judge's wrapper: the
-                    # file calling memo() itself is refused.
-                    if blame(caller):
-                        refuse("no reaching the front end's record of checked kernels")
+                    # Only inside a launch, below the judge's wrapper: the file calling memo() itself is
+                    # refused. Not a secret, the handed buffers are read under solve (copy_extent).
                     key = args[0]
-                    if type(key) is tuple and all(type(k) in (int, str) for k in key):  # hashed with no code of the file's
+                    plain = type(key) is tuple and all(type(k) is int or type(k) is str for k in key)  # no code of the file's
+                    if blame(caller) and not (plain and len(args) == 2 and key == ("handed",)):
+                        refuse("no reaching the front end's record of checked kernels")
+                    if plain:
                         if len(args) == 3:
                             memos[key] = args[1]
                         else:
                             list.append(box, memos.get(key))
+                    return
+                elif event == "tritonjudge.launch" and asker is count_code and caller.f_back is not None \
+                        and caller.f_back.f_code in trusted:
+                    launch_count[0] += 1  # from a launch wrapper, once Triton's launch returned
                     return
                 elif event == "tritonjudge.verify" and asker in own_requests:
                     verify(box)
@@ -312,7 +323,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 # Under an absolute name, code claims to be a file's own:
                 # module-level code of a library counts as an import.
                 if isinstance(filename, str) and filename != submission and isabs(filename) \
-                        and blame(frame) and not _same_source(filename, args[0]):
+                        and blame(frame) and not attribution.same_source(filename, args[0]):
                     refuse(f"no code compiled under another file's name ({filename})")
                 # Python's own frozen modules are known by such names (code
                 # compiled as "<frozen triton/...>" passed for Triton's own).
@@ -357,19 +368,6 @@ def _filled(cell) -> bool:
     return True
 
 
-def _same_source(filename: str, source) -> bool:
-    """A real import compiles the file's own text; anything else claiming a
-    library's file name is a forgery."""
-    if not isinstance(source, (str, bytes)):
-        return False
-    try:
-        with open(filename, "rb") as fh:
-            text = fh.read()
-    except OSError:
-        return False
-    return text == (source.encode() if isinstance(source, str) else source)
-
-
 def seal(pairs) -> None:
     """Record (owner, attribute) pairs whose value must not change from now on."""
     sys.audit("tritonjudge.seal", list(pairs))
@@ -396,6 +394,7 @@ def memo(key: tuple, *value):
 
 
 _early: dict = {}
+
 
 
 def violations() -> list[str]:

@@ -49,6 +49,8 @@ def prepare(plan: dict, seed: int, device: str):
         args.append(view)
     # Drawn straight into the views: make_inputs' values, without a copy.
     refill_inputs(plan, seed, device, fresh)
+    from judge.worker import copy_extent
+    copy_extent.record_handed(list(outputs.values()) + list(inputs.values()))  # whole, for the copy rule
     return args, outputs, inputs
 
 

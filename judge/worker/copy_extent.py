@@ -1,36 +1,81 @@
 """Whether a torch copy in solve takes whole tensors only, for a challenge
 whose rules allow copies of whole tensors and no part of one
-(judge.challenge_spec.Rules.whole_copies_only; read by judge.worker.rules)."""
+(judge.challenge_spec.Rules.whole_copies_only; read by judge.worker.rules).
+
+A copy of whole tensors keeps the order of the bytes, so it cannot move
+data where a kernel should. Each of these broke that and is refused:
+- a part of a tensor (a slice, a transposed view, a window of a scratch
+  buffer between padding: shifted by the padding's length);
+- a conversion (int64 to int32 keeps every other float32 of a dtype view:
+  a gather), or a copy into another memory format (a transpose);
+- a view that is a whole allocation's only by its own numbers (a dtype view
+  has no base): what counts is the storage it covers, all of it.
+The tensors the worker handed to solve sit between guard bands
+(judge.worker.buffers): each is whole, known by its storage, which the
+worker records out of the file's reach (judge.worker.audit.memo) by its
+StorageImpl's address (torch._C._storage_address: no data address)."""
 
 from __future__ import annotations
 
 from judge.protocol import INPUT_GUARD, OUTPUT_GUARD
 
+HANDED = ("handed",)  # the memo key: storage addresses of the buffers handed to solve
+
 
 def all_whole(args, kwargs) -> bool:
     """Every tensor among an operator's arguments is all of what it was made
-    as: a whole allocation, or a tensor the worker handed to solve (inside
-    its guard bands: judge.worker.buffers); not a slice, a transposed view
-    or a window of one. Copies of whole tensors keep the elements' order."""
-    import torch
-    items = list(args) + list((kwargs or {}).values())
+    as, every one of the same dtype as the others and as the result, in the
+    usual memory format."""
+    kwargs = kwargs or {}
+    if kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+        return False
+    dtypes = {kwargs["dtype"]} if kwargs.get("dtype") is not None else set()
+    items = list(args) + list(kwargs.values())
     while items:
         item = items.pop()
         if isinstance(item, (list, tuple)):
             items += list(item)
-        elif isinstance(item, torch.Tensor) and not _whole(item):
-            return False
-    return True
+        elif isinstance(item, torch.Tensor):
+            if not _whole(item):
+                return False
+            dtypes.add(_C.TensorBase.dtype.__get__(item))
+    return len(dtypes) <= 1
 
 
-def _whole(tensor) -> bool:
-    import torch
-    tensor_base = torch._C.TensorBase
-    if not tensor_base.is_contiguous(tensor):
+import torch  # noqa: E402  the worker imports torch before its own modules: taken below before any gate
+
+_C = torch._C
+
+
+def _whole(tensor, _contiguous=_C.TensorBase.is_contiguous, _numel=_C.TensorBase.numel,
+           _offset=_C.TensorBase.storage_offset, _size=_C.TensorBase.element_size,
+           _storage=_C.TensorBase.untyped_storage, _nbytes=_C.StorageBase.nbytes,
+           _address=_C._storage_address) -> bool:
+    # torch's own functions, taken as this module loads: the file cannot swap
+    # them (a function's defaults are sealed), and untyped_storage is gated
+    # for the file by then (judge.worker.gates.HOST), which reaches this
+    # check through its copy.
+    if not _contiguous(tensor):
         return False
-    base, n, offset = tensor_base._base.__get__(tensor), tensor_base.numel(tensor), tensor_base.storage_offset(tensor)
-    if base is None:
-        return offset == 0  # an allocation of its own
-    size, start = tensor_base.numel(base), tensor_base.storage_offset(base)
-    return (n == size and offset == start) or (start == 0 and any(offset == band and n == size - 2 * band
-                                                                  for band in (INPUT_GUARD, OUTPUT_GUARD)))
+    n, offset, size = _numel(tensor), _offset(tensor), _size(tensor)
+    nbytes = _nbytes(_storage(tensor))
+    if offset == 0 and n * size == nbytes:
+        return True  # all of its storage
+    # A tensor handed to solve: its buffer's storage, less the guard bands.
+    if _address(tensor) not in _handed():
+        return False
+    elements = nbytes // size
+    return any(offset == band and n == elements - 2 * band for band in (INPUT_GUARD, OUTPUT_GUARD))
+
+
+def _handed() -> frozenset:
+    from judge.worker import audit
+    return audit.memo(HANDED) or frozenset()
+
+
+def record_handed(buffers, _address=_C._storage_address) -> None:
+    """Add these buffers (made by the worker for solve) to what counts as
+    handed; `buffers` empty: forget every earlier one (a new request)."""
+    from judge.worker import audit
+    pointers = frozenset(_address(b) for b in buffers)
+    audit.memo(HANDED, (_handed() | pointers) if pointers else frozenset())

@@ -37,6 +37,10 @@ _UNSETTABLE = frozenset({"__dict__", "__weakref__"})
 # neither edit the record nor swap it.
 _recorded: tuple = ()
 _builder: tuple = ()  # (the builder instance, its own attributes as recorded)
+# numpy's floating-point error state (np.seterr: a context variable), as
+# recorded. Set to raise, it turned a kernel's NaN into an exception out of
+# the launch, so the file read its inputs one bit per launch by bisection.
+_errors: tuple = ()  # (numpy's context variable, its value as recorded)
 
 
 def _owners() -> list[tuple[object, bool]]:
@@ -107,6 +111,13 @@ def record() -> None:
     _recorded = tuple((owner, types.MappingProxyType(dict(_members(owner))), exact) for owner, exact in _owners())
     builder = interpreter.interpreter_builder
     _builder = (builder, types.MappingProxyType(dict(vars(builder))))
+    global _errors
+    try:
+        from numpy._core import _ufunc_config
+        variable = _ufunc_config._extobj_contextvar
+        _errors = (variable, variable.get())
+    except (ImportError, AttributeError):  # pragma: no cover - a numpy without it (before 2.0)
+        _errors = ()
 
 
 def restore() -> list[str]:
@@ -123,6 +134,10 @@ def restore() -> list[str]:
             if name not in _UNSETTABLE and current.get(name, _MISSING) is not value:
                 _set(owner, name, value)
                 changed.append(_name(owner, name))
+    if _errors and _errors[0].get() is not _errors[1]:
+        variable, value = _errors
+        variable.set(value)  # in the launch's own context: the file's setting is gone for the kernel
+        changed.append("numpy.seterr")
     if _builder:
         # The builder's state (the grid) is its own to change; its options
         # (default dot precision...) and a method set on the instance, which

@@ -11,13 +11,25 @@ wrappers' frames by this module's globals (Guard.bind).
 
 from __future__ import annotations
 
-_counted = {"launches": 0}
+import sys
+
 _streams: set = set()  # CUDA streams Triton launched on: the timer waits for all of them
 
 
 def launched() -> int:
-    """Kernel launches so far (solve's count is the difference around it)."""
-    return _counted["launches"]
+    """Kernel launches so far (solve's count is the difference around it),
+    as the audit hook counted them (count_launch)."""
+    box: list = []
+    sys.audit("tritonjudge.launches", box)
+    return box[0] if box else 0
+
+
+def count_launch() -> None:
+    """One more kernel launch, from a launch wrapper below once Triton's
+    launch returned, counted in the audit hook (judge.worker.audit): a
+    count in the worker's Python was the file's to raise, and a file with
+    no kernel met the launch rule."""
+    sys.audit("tritonjudge.launch")
 
 
 def take_streams() -> set:
@@ -38,8 +50,7 @@ def hook_triton(cuda: bool) -> tuple[frozenset, list]:
 
     codes, sealed = set(), []
 
-    def count() -> None:
-        _counted["launches"] += 1
+    def starting() -> None:
         if cuda:
             stream = torch.cuda.current_stream()
             _streams.add(stream)
@@ -49,9 +60,13 @@ def hook_triton(cuda: bool) -> tuple[frozenset, list]:
         original = cls.run
 
         def run(self, *args, **kwargs):
-            if counted and not kwargs.get("warmup", False):
-                count()
-            return original(self, *args, **kwargs)
+            counting = counted and not kwargs.get("warmup", False)
+            if counting:
+                starting()
+            result = original(self, *args, **kwargs)
+            if counting:
+                count_launch()  # counted once Triton's launch returned: a launch that raised is none
+            return result
 
         cls.run = run
         codes.add(run.__code__)
@@ -66,8 +81,10 @@ def hook_triton(cuda: bool) -> tuple[frozenset, list]:
             runner = original(self, grid)
 
             def launch(*args, **kwargs):
-                count()
-                return runner(*args, **kwargs)
+                starting()
+                result = runner(*args, **kwargs)
+                count_launch()
+                return result
             return launch
 
         cls.__getitem__ = getitem

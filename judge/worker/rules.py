@@ -236,7 +236,10 @@ class Guard:
             return False
         schema = getattr(func, "_schema", None)
         moves = (name in self._refused or name in COPY_FORMS
-                 or bool(getattr(schema, "is_mutable", False)) and name not in WRITES_NO_DATA)
+                 or bool(getattr(schema, "is_mutable", False)) and name not in WRITES_NO_DATA
+                 # fill_ given a one-element tensor copies that element (aten.fill_.Tensor):
+                 # element by element it had copied, transposed and reversed whole arrays.
+                 or name in FILL_OPS and getattr(func, "_overloadname", "") == "Tensor")
         return moves and (bool(self._refused) or not copy_extent.all_whole(args, kwargs))
 
     def check_op(self, func, args, kwargs, inside_triton: bool = False) -> None:
