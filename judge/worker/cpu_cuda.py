@@ -85,6 +85,10 @@ def _mode_class(submission: str | None):
                 if func in moves:
                     args = tuple("cpu" if _names_cuda(a) else a for a in args)
                 result = func(*args, **kwargs)
+            if (func is torch.Tensor.cuda or func is torch.Tensor.to and (
+                    _names_cuda(given_kwargs.get("device")) or any(_names_cuda(a) for a in given_args[1:]))) \
+                    and host_tensors.is_host(given_args[0]) and isinstance(result, torch.Tensor):
+                result = result.clone()  # a host tensor moved to the GPU is a new tensor there, not the host's
             # What a GPU run would hold on the host (judge.worker.host_tensors).
             host_tensors.after(func, given_args, given_kwargs, result, mine)
             return result

@@ -100,8 +100,8 @@ def after(func, args: tuple, kwargs: dict, result, by_submission: bool) -> None:
         return  # sizes, strides, dtypes...
     inputs = _tensors(list(args) + list(kwargs.values()))
     if func is torch.Tensor.copy_ and len(args) > 1 and by_submission:
-        if is_host(args[0]) != is_host(args[1]):
-            _refuse("cpu" if is_host(args[1]) else "cuda:0", "cpu" if is_host(args[0]) else "cuda:0")
+        if is_host(args[0]) and not is_host(args[1]):  # off the device (a host tensor may go to it)
+            _refuse("cuda:0", "cpu")
         return
     named = _names(kwargs.get("device"))
     if func in (torch.Tensor.to, torch.Tensor.cuda, torch.Tensor.cpu) and args:
@@ -115,8 +115,8 @@ def after(func, args: tuple, kwargs: dict, result, by_submission: bool) -> None:
         else:
             named = "cpu"
         source = "cpu" if is_host(args[0]) else "cuda"
-        if named is not None and named != source and by_submission:
-            _refuse("cpu" if source == "cpu" else "cuda:0", "cpu" if named == "cpu" else "cuda:0")
+        if named == "cpu" and source == "cuda" and by_submission:
+            _refuse("cuda:0", "cpu")
         if (named == "cpu" and by_submission) or (named is None and source == "cpu"):
             _mark(result)
         return

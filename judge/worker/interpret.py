@@ -199,7 +199,8 @@ def _check_launches(interpreter) -> None:
     import inspect
     import threading
 
-    from judge.worker import audit, frontend, host_tensors, interpreter_state, kernel_rewrites, libdevice_cpu, twins
+    from judge.worker import (audit, builtin_names, frontend, host_tensors, interpreter_state, kernel_rewrites,
+                              libdevice_cpu, twins)
     from judge.worker.compiled_stand_in import CompiledStandIn
     lock = threading.RLock()
 
@@ -232,7 +233,9 @@ def _check_launches(interpreter) -> None:
             names = list(inspect.signature(fn).parameters)
             audit.memo(("decisions",), decisions)  # the ways each if may go (kernel_rewrites.branch)
             try:
-                with libdevice_cpu.during_launch(fn.__globals__), _math_methods():  # after the check, which must see libdevice's stubs and tl.tensor's own methods
+                # After the check, which must see libdevice's stubs, the names as bound and tl.tensor's own methods.
+                with libdevice_cpu.during_launch(fn.__globals__), builtin_names.during_launch(fn.__globals__), \
+                        _math_methods():
                     return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
             finally:
                 audit.memo(("decisions",), None)

@@ -107,12 +107,16 @@ _TENSOR: list = [None]  # torch.Tensor, once the guard makes its mode
 
 
 def _crossing(name: str, args, kwargs) -> tuple | None:
-    """(source, destination) devices of a copy between two devices, else None."""
+    """(source, destination) devices of a copy off a device (to the host, or
+    to another GPU), else None. A host tensor copied to the device carries
+    nothing of the data, which never reaches the host (a scratch made with
+    torch.zeros(n).to(x.device) is an honest habit, and LeetGPU's rules
+    allow it; a kernel's arguments carry host values to the device anyway)."""
     if name not in TRANSFER_OPS:
         return None
     src = _device_of(args[1]) if name == "copy_" and len(args) > 1 else _device_of(args[0]) if args else None
     dst = _device_of(args[0]) if name == "copy_" else kwargs.get("device") or src
-    if src is not None and dst is not None and str(src) != str(dst):
+    if src is not None and dst is not None and str(src) != str(dst) and str(src) != "cpu":
         return src, dst
     return None
 

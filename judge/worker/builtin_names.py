@@ -1,0 +1,59 @@
+"""Triton's builtins bound to plain names in a kernel's module, for one
+interpreted launch (CPU mode).
+
+`from triton.language import load, store`, or `_where = tl.where` at module
+level, compile on a GPU: the code generator takes any global that is one of
+Triton's builtins. Triton's interpreter patches the builtins only as
+attributes of triton.language's modules for a launch, so a name bound to
+one before kept the unpatched builtin, which raised "Did you forget to add
+@triton.jit?": compile_error on the CPU, accepted on the H100 (an honest
+probe's four files). For the launch those names get what the interpreter
+gives the module's attribute: the same builtin, with the interpreter's
+semantic. Only Triton's own builtins (the object its module holds under
+that name, looked up before the interpreter patches anything), and only
+after the GPU front end's check, which must see the names as they are.
+A module that imports no triton.language module at all is shown one under
+a name of the judge's for the launch: the interpreter asserts that one is
+visible, and a GPU needs none."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+LANGUAGE_NAME = "__tritonjudge_language__"
+
+
+def _triton_builtin(value) -> bool:
+    from triton.language import core
+    if not core.is_builtin(value):
+        return False
+    module = sys.modules.get(getattr(value, "__module__", None) or "")
+    return (module is not None and module.__name__.startswith("triton.language")
+            and getattr(module, getattr(value, "__name__", ""), None) is value)
+
+
+@contextlib.contextmanager
+def during_launch(kernel_globals: dict):
+    import triton.language as tl
+    from triton.language import core
+    from triton.runtime import interpreter
+    semantic = interpreter.interpreter_semantic
+
+    def with_semantic(builtin):
+        return lambda *args, **kwargs: builtin(
+            *args, **{k: v for k, v in kwargs.items() if k != "_semantic"}, _semantic=semantic)
+
+    kept = [(name, value) for name, value in list(kernel_globals.items()) if _triton_builtin(value)]
+    shown = not any(value is tl or value is core for value in kernel_globals.values())
+    for name, value in kept:
+        kernel_globals[name] = with_semantic(value)
+    if shown:
+        kernel_globals[LANGUAGE_NAME] = tl
+    try:
+        yield
+    finally:
+        for name, value in kept:
+            kernel_globals[name] = value
+        if shown:
+            kernel_globals.pop(LANGUAGE_NAME, None)
