@@ -49,7 +49,16 @@ def check(source: str, arg_names: list[str]) -> list[Finding]:
                         "fix the source (null bytes, or expressions nested thousands deep)", True)]
     findings = _imports(tree)
     solve = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "solve"), None)
-    if solve is None:
+    assigned = next((n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
+        isinstance(t, ast.Name) and t.id == "solve" for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))),
+        None)
+    if solve is None and assigned is not None:
+        # solve = _impl, a partial, a bound method, an object with __call__: called all the
+        # same (the graded run checks it takes the arguments); its signature is not in the text.
+        findings.append(Finding("signature", assigned.lineno, "solve is assigned, not defined with def: its "
+                                "signature cannot be read from the source", f"def solve({', '.join(arg_names)}): "
+                                "is what LeetGPU's starter has", False))
+    elif solve is None:
         findings.append(Finding("signature", 0, "no top-level function named solve",
                                 f"define def solve({', '.join(arg_names)}):", True))
     else:

@@ -13,7 +13,7 @@ import sys
 # The worker's own code, whose torch operators are its own business once the
 # file is imported (judge.worker.rules.Guard.watch), and the guard's own.
 JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.launches", "judge.worker.buffers",
-                 "judge.worker.interpret", "judge.worker.__main__",
+                 "judge.worker.interpret", "judge.worker.__main__", "judge.worker.pristine", "judge.worker.outcomes",
                  "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
@@ -137,6 +137,13 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     # The CPU mode's record of the interpreter (immutable, but its name could be rebound).
     from judge.worker import interpreter_state
     pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_errors", "_MISSING", "_UNSETTABLE")]
+    # The record of torch the worker's draws run on, and the modules judge.cases draws with.
+    from judge import cases
+    from judge.worker import pristine
+    pairs += [(pristine, "_recorded"), (pristine, "_MISSING")]
+    if "judge.worker.twins" in sys.modules:  # the CPU mode's record of Triton's own builtins
+        pairs.append((sys.modules["judge.worker.twins"], "_GENUINE"))
+    pairs += [(cases, name) for name, value in vars(cases).items() if isinstance(value, type(sys))]
     pairs += transport()
     audit.seal(pairs)
     audit.close_seal()

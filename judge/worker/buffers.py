@@ -47,8 +47,11 @@ def prepare(plan: dict, seed: int, device: str):
                 view.view(torch.int32).fill_(POISON_BITS)
             outputs[name] = buf
         args.append(view)
-    # Drawn straight into the views: make_inputs' values, without a copy.
-    refill_inputs(plan, seed, device, fresh)
+    # Drawn straight into the views: make_inputs' values, without a copy,
+    # on torch as the worker found it (judge.worker.pristine).
+    from judge.worker import pristine
+    with pristine.drawing():
+        refill_inputs(plan, seed, device, fresh)
     from judge.worker import copy_extent
     copy_extent.record_handed(list(outputs.values()) + list(inputs.values()))  # whole, for the copy rule
     return args, outputs, inputs

@@ -19,11 +19,11 @@ import inspect
 import os
 import sys
 import time
-import traceback
 
 from judge.protocol import NO_LAUNCH
 from judge.worker import buffers as buffers_mod
 from judge.worker import copy_extent, launches
+from judge.worker.outcomes import classify, reaches_a_function, short_traceback
 
 def _violations() -> list[str]:
     """What the audit hook recorded (after checking its seals); empty before
@@ -32,43 +32,9 @@ def _violations() -> list[str]:
     return audit.violations() if audit._installed else []
 
 
-def _short_traceback(exc: BaseException, limit: int = 4000) -> str:
-    """The submission's part of a traceback: the judge's and importlib's frames
-    say nothing to its author, and a syntax error needs only its caret."""
-    if isinstance(exc, SyntaxError):
-        return "".join(traceback.format_exception_only(type(exc), exc))[-limit:]
-    judge_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not os.path.abspath(f.filename).startswith(judge_dir) and not f.filename.startswith("<frozen")]
-    text = "".join(traceback.format_list(frames[-8:]))
-    text += "".join(traceback.format_exception_only(type(exc), exc))
-    return text if len(text) <= limit else "…" + text[-limit:]
-
-
 def _as_bytes(buffers: list) -> list:
     """Each tensor's bytes, for the socket (copied to the host first)."""
     return [memoryview(b.cpu().numpy()).cast("B") for b in buffers]
-
-
-def classify(exc: BaseException) -> str:
-    """The verdict an exception raised by the submission's own code earns."""
-    name = type(exc).__name__
-    text = str(exc).lower()
-    if isinstance(exc, MemoryError) or name == "OutOfMemoryError" or "out of memory" in text \
-            or "can't allocate memory" in text or "cannot allocate memory" in text:
-        return "memory_limit_exceeded"
-    # Triton: CompilationError on GPU; the interpreter wraps the same semantic
-    # errors in InterpreterError. OutOfResources: a config too big for the chip.
-    # Along the class tree: Triton's own subclasses (UnsupportedLanguageConstruct...) count too.
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    if names & {"CompilationError", "CompileTimeAssertionFailure", "InterpreterError", "OutOfResources",
-                "PTXASError"}:
-        return "compile_error"
-    # Triton's JIT, hashing what a kernel refers to before compiling it (a
-    # helper without @triton.jit, numpy in the body): the kernel's source refused.
-    if name == "RuntimeError" and text.startswith("unsupported function referenced"):
-        return "compile_error"
-    return "runtime_error"
 
 
 class Worker:
@@ -162,7 +128,8 @@ class Worker:
         spec = importlib.util.spec_from_file_location("submission", path)
         module = importlib.util.module_from_spec(spec)
         self.guard.bind(module.__dict__, launches.__dict__)
-        from judge.worker import arming
+        from judge.worker import arming, pristine
+        pristine.record()  # what the worker's draws of the inputs run on (judge.worker.pristine)
         if self.device == "cpu":
             # What the file does to the interpreter is undone before each
             # launch, as a GPU (which never runs it) ignores it.
@@ -191,7 +158,7 @@ class Worker:
         try:
             tree = ast.parse(source, filename=os.path.basename(path))
         except SyntaxError as exc:
-            return self.reply({"status": "compile_error", "message": _short_traceback(exc)})
+            return self.reply({"status": "compile_error", "message": short_traceback(exc)})
         body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
         if not body:
             return self.reply({"status": "invalid_submission",
@@ -208,7 +175,7 @@ class Worker:
             if broken:
                 return self.reply({"status": "rejected", "message": broken[0]})
             status = "memory_limit_exceeded" if classify(exc) == "memory_limit_exceeded" else "compile_error"
-            return self.reply({"status": status, "message": _short_traceback(exc)})
+            return self.reply({"status": status, "message": short_traceback(exc)})
         broken = _violations()
         if broken:
             return self.reply({"status": "rejected", "message": broken[0]})
@@ -216,7 +183,7 @@ class Worker:
         if solve is None:
             return self.reply({"status": "invalid_submission",
                                "message": "the file defines no function named solve"})
-        if not callable(solve) or not inspect.isfunction(inspect.unwrap(solve)):
+        if not reaches_a_function(solve):
             return self.reply({"status": "invalid_submission",
                                "message": f"solve is a {type(solve).__name__}, not a Python function"})
         arity = msg.get("arity", 6)
@@ -255,7 +222,7 @@ class Worker:
         except SystemExit as exc:
             failure = {"status": "runtime_error", "message": f"solve called exit({exc.code!r})"}
         except BaseException as exc:  # noqa: BLE001
-            failure = {"status": classify(exc), "message": _short_traceback(exc)}
+            failure = {"status": classify(exc), "message": short_traceback(exc)}
             if self.device == "cpu":
                 from judge.worker import races
                 if isinstance(exc, races.RaceFound):
@@ -337,6 +304,7 @@ class Worker:
                 return self.reply(failure)
         steps["first_calls"] = round(clock.monotonic() - began, 3)
         from judge.cases import call_seed, refill_inputs
+        from judge.worker import pristine
         plan = msg["plan"]
         calls = [lambda args=args: self.solve(*args) for args, _, _ in prepared]
         roles = [(k, item["role"], item["name"]) for k, item in enumerate(plan["call"])]
@@ -356,7 +324,9 @@ class Worker:
             base["seed"] = int(go["call_seed"])
 
         def refill(r: int, i: int) -> None:
-            refill_inputs(plan, call_seed(base["seed"], r), self.device, views[i])
+            buffers_mod.plain(list(views[i].values()))  # no attribute of the file's on them
+            with pristine.drawing():
+                refill_inputs(plan, call_seed(base["seed"], r), self.device, views[i])
 
         try:
             # Each timed call runs under the rules; the timer's own work
@@ -384,7 +354,7 @@ class Worker:
             broken = _violations()
             if self.guard.violation or broken:
                 return self.reply({"status": "rejected", "message": broken[0] if broken else self.guard.violation})
-            return self.reply({"status": classify(exc), "message": _short_traceback(exc)})
+            return self.reply({"status": classify(exc), "message": short_traceback(exc)})
         broken = _violations()
         if self.guard.violation or broken:
             return self.reply({"status": "rejected", "message": broken[0] if broken else self.guard.violation})

@@ -1,0 +1,81 @@
+"""The worker's own draws of a case's inputs, out of the file's sight.
+
+The worker draws each trial's inputs itself, from a seed the judge sends
+(judge.cases.refill_inputs): whoever sees the seed can draw them too. The
+draw runs after the file is loaded, in the worker's own code, and called
+what the file could replace: hashlib.sha256 wrapped at import saw every
+seed, and the file redrew the inputs on the host and copied its sum in
+(accepted). Each draw here runs on torch's and hashlib's functions as the
+worker recorded them before the file was imported (what the file replaced
+is put back for the draw, then given back to it), with torch's function
+and dispatch modes off (a mode the file pushed would see the generator).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+# torch's names the draw reads (judge.cases.generate), and its dtypes.
+TORCH_NAMES = ("Generator", "empty", "rand", "pow", "where", "randint", "zeros", "full", "arange", "eye", "tensor",
+               "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+_MISSING = object()
+# (torch, its names as recorded, torch.Tensor, its members as recorded, hashlib's sha256,
+#  torch's two switches): immutable, and sealed (judge.worker.arming).
+_recorded: tuple = ()
+
+
+def record() -> None:
+    """Take torch and hashlib as they are now (before the file is imported)."""
+    global _recorded
+    import hashlib
+    import types
+
+    import torch
+    names = types.MappingProxyType({name: getattr(torch, name, _MISSING) for name in TORCH_NAMES})
+    members = types.MappingProxyType(dict(vars(torch.Tensor)))
+    _recorded = (torch, names, torch.Tensor, members, hashlib, hashlib.sha256,
+                 torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch, sys.modules)
+
+
+@contextlib.contextmanager
+def drawing():
+    """Torch and hashlib as recorded, and no mode, for the length of a draw."""
+    if not _recorded:
+        yield
+        return
+    torch, names, tensor, members, hashlib, sha256, no_functions, no_dispatch, modules = _recorded
+    given: list = []  # (owner, name, the file's value or _MISSING)
+    for module in (torch, hashlib):  # the draw's own `import torch` finds them there
+        if modules.get(module.__name__) is not module:
+            given.append((modules, module.__name__, modules.get(module.__name__, _MISSING)))
+            modules[module.__name__] = module
+    for name, value in names.items():
+        if value is not _MISSING and getattr(torch, name, _MISSING) is not value:
+            given.append((torch, name, getattr(torch, name, _MISSING)))
+            setattr(torch, name, value)
+    current = dict(vars(tensor))
+    for name in current.keys() | members.keys():
+        if current.get(name, _MISSING) is not members.get(name, _MISSING) and name not in ("__dict__", "__weakref__"):
+            given.append((tensor, name, current.get(name, _MISSING)))
+            if name in members:
+                setattr(tensor, name, members[name])
+            else:
+                delattr(tensor, name)
+    if hashlib.sha256 is not sha256:
+        given.append((hashlib, "sha256", hashlib.sha256))
+        hashlib.sha256 = sha256
+    try:
+        with no_functions(), no_dispatch():
+            yield
+    finally:
+        for owner, name, value in reversed(given):
+            if owner is modules:
+                if value is _MISSING:
+                    modules.pop(name, None)
+                else:
+                    modules[name] = value
+            elif value is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
