@@ -53,7 +53,8 @@ def prepare(plan: dict, seed: int, device: str):
     with pristine.drawing():
         refill_inputs(plan, seed, device, fresh)
     from judge.worker import copy_extent
-    copy_extent.record_handed(list(outputs.values()) + list(inputs.values()))  # whole, for the copy rule
+    copy_extent.record_handed(list(outputs.values()), OUTPUT_GUARD)  # whole, for the copy rule
+    copy_extent.record_handed(list(inputs.values()), INPUT_GUARD)
     return args, outputs, inputs
 
 

@@ -22,11 +22,17 @@ from judge.protocol import INPUT_GUARD, OUTPUT_GUARD
 HANDED = ("handed",)  # the memo key: storage addresses of the buffers handed to solve
 
 
-def all_whole(args, kwargs) -> bool:
+def all_whole(name: str, args, kwargs) -> bool:
     """Every tensor among an operator's arguments is all of what it was made
     as, every one of the same dtype as the others and as the result, in the
-    usual memory format."""
+    usual memory format; and the operator keeps their order: torch.cat along
+    the first dimension only (along another it interleaves the rows), padding
+    that only adds (a negative pad crops: halves cropped out and joined the
+    other way round reversed the array), a copy_ from a tensor of its own
+    shape (a broadcast repeats)."""
     kwargs = kwargs or {}
+    if not _keeps_order(name, args, kwargs):
+        return False
     if kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
         return False
     dtypes = {kwargs["dtype"]} if kwargs.get("dtype") is not None else set()
@@ -40,6 +46,21 @@ def all_whole(args, kwargs) -> bool:
                 return False
             dtypes.add(_C.TensorBase.dtype.__get__(item))
     return len(dtypes) <= 1
+
+
+def _keeps_order(name: str, args, kwargs) -> bool:
+    rank, numel, size = _C.TensorBase.dim, _C.TensorBase.numel, _C.TensorBase.size
+    if name == "cat":
+        tensors = args[0] if args else kwargs.get("tensors", ())
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+        ranks = {rank(t) for t in tensors if isinstance(t, torch.Tensor) and numel(t)}
+        return type(dim) is int and all(dim % r == 0 for r in ranks if r)
+    if name == "constant_pad_nd":
+        pad = args[1] if len(args) > 1 else kwargs.get("pad", ())
+        return all(type(p) is int and p >= 0 for p in pad)
+    if name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor):
+        return tuple(size(args[0])) == tuple(size(args[1]))
+    return True
 
 
 import torch  # noqa: E402  the worker imports torch before its own modules: taken below before any gate
@@ -61,21 +82,24 @@ def _whole(tensor, _contiguous=_C.TensorBase.is_contiguous, _numel=_C.TensorBase
     nbytes = _nbytes(_storage(tensor))
     if offset == 0 and n * size == nbytes:
         return True  # all of its storage
-    # A tensor handed to solve: its buffer's storage, less the guard bands.
-    if _address(tensor) not in _handed():
-        return False
-    elements = nbytes // size
-    return any(offset == band and n == elements - 2 * band for band in (INPUT_GUARD, OUTPUT_GUARD))
+    # A tensor handed to solve: its buffer's storage, less that buffer's own guard bands.
+    band = _handed().get(_address(tensor))
+    return band is not None and offset == band and n == nbytes // size - 2 * band
 
 
-def _handed() -> frozenset:
+def _handed() -> dict:
     from judge.worker import audit
-    return audit.memo(HANDED) or frozenset()
+    return dict(audit.memo(HANDED) or ())
 
 
-def record_handed(buffers, _address=_C._storage_address) -> None:
-    """Add these buffers (made by the worker for solve) to what counts as
-    handed; `buffers` empty: forget every earlier one (a new request)."""
+def record_handed(buffers, band: int, _address=_C._storage_address) -> None:
+    """Add these buffers (made by the worker for solve, between guard bands
+    of `band` elements) to what counts as handed."""
     from judge.worker import audit
-    pointers = frozenset(_address(b) for b in buffers)
-    audit.memo(HANDED, (_handed() | pointers) if pointers else frozenset())
+    audit.memo(HANDED, tuple({**_handed(), **{_address(b): band for b in buffers}}.items()))
+
+
+def forget_handed() -> None:
+    """A new request: the buffers of earlier ones are handed no more."""
+    from judge.worker import audit
+    audit.memo(HANDED, ())

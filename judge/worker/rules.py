@@ -244,7 +244,7 @@ class Guard:
                  # fill_ given a one-element tensor copies that element (aten.fill_.Tensor):
                  # element by element it had copied, transposed and reversed whole arrays.
                  or name in FILL_OPS and getattr(func, "_overloadname", "") == "Tensor")
-        return moves and (bool(self._refused) or not copy_extent.all_whole(args, kwargs))
+        return moves and (bool(self._refused) or not copy_extent.all_whole(name, args, kwargs))
 
     def check_op(self, func, args, kwargs, inside_triton: bool = False) -> None:
         name = func.overloadpacket.__name__

@@ -251,7 +251,7 @@ class Worker:
             from judge.worker import launch_watch
             launch_watch.set_budget(float(msg["interpreter_budget_s"]))
         from judge.worker import autotune
-        copy_extent.record_handed([])  # the buffers of earlier requests are no longer handed
+        copy_extent.forget_handed()  # the buffers of earlier requests are no longer handed
         idle = []  # trials whose solve launched no kernel
         for trial, seed in enumerate(msg["seeds"]):
             args, outputs, inputs = buffers_mod.prepare(msg["plan"], seed, self.device)
@@ -287,7 +287,7 @@ class Worker:
         # Seconds of each step, for the judge's phase_seconds (a diagnosis:
         # reported by the worker, nothing is decided on them).
         began = clock.monotonic()
-        copy_extent.record_handed([])
+        copy_extent.forget_handed()
         prepared = [buffers_mod.prepare(msg["plan"], seed, self.device) for seed in msg["seeds"]]
         steps = {"prepare": round(clock.monotonic() - began, 3)}
         began = clock.monotonic()
