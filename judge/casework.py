@@ -240,6 +240,11 @@ class Run:
                 result.status, result.message = "skipped", str(reply.get("message", ""))[:4000]
             elif reply.get("status") != "ok":
                 result.status, result.message = status_of(reply), str(reply.get("message", ""))[:4000]
+                if result.status == "rejected":
+                    # A rule the audit hook saw ends the worker once its complaint is out
+                    # (judge.worker.audit.final): an earlier case sent to it next died there
+                    # (runtime_error on a GPU, where a large case broke the rule first).
+                    slot.stop()
             else:
                 with self.checking:
                     garbage = None
