@@ -59,6 +59,10 @@ def _mode_class(submission: str | None):
     is_cuda = torch._C.TensorBase.__dict__["is_cuda"]
     device = torch._C.TensorBase.__dict__["device"]
     moves = {torch.Tensor.to, torch.Tensor.cuda}
+    # A tensor built from a list of tensors reads each element on the host,
+    # below torch's modes (a GPU syncs on every one): a copy, element by
+    # element, that the rules never saw (a probe transposed and reversed arrays so).
+    builders = {torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor}
     gpu = torch.device("cuda", 0)
     submission = os.path.abspath(submission) if submission else None
 
@@ -75,6 +79,9 @@ def _mode_class(submission: str | None):
             mine = asked_by_submission()
             if (owner is device or func is torch.Tensor.get_device) and mine:
                 return gpu if owner is device else 0
+            if func in builders:
+                data = args[1:2] if func is torch.Tensor.new_tensor else args[:1]
+                host_tensors.refuse_reads_of(func.__name__, list(data) + [kwargs.get("data"), kwargs.get("obj")])
             given_args, given_kwargs = args, dict(kwargs)
             if _names_cuda(kwargs.get("device")):
                 kwargs["device"] = "cpu"

@@ -139,6 +139,39 @@ def check_launch(args: tuple, kwargs: dict) -> None:
             raise ValueError(f"Pointer argument (at {index}) cannot be accessed from Triton (cpu tensor?)")
 
 
+def refuse_reads_of(name: str, data: list) -> None:
+    """torch.tensor (as_tensor, asarray, new_tensor) given tensors inside a
+    list or tuple, in solve: every element read on the host."""
+    import torch
+    if any(isinstance(value, torch.Tensor) for value in _elements(data)):
+        _refuse_host(f"torch.{name} of a list of tensors (each element read on the host)")
+
+
+def _elements(data: list, limit: int = 100_000):
+    """What sits inside the lists and tuples of `data` (not `data`'s own items
+    when they are tensors: torch.tensor(t) of one tensor is a copy on its device)."""
+    items = [item for item in data if isinstance(item, (list, tuple))]
+    count = 0
+    while items and count < limit:
+        item = items.pop()
+        for value in item:
+            count += 1
+            if isinstance(value, (list, tuple)):
+                items.append(value)
+            else:
+                yield value
+
+
+def _refuse_host(what: str) -> None:
+    from judge.worker import audit
+    from judge.worker.rules import SOLVING, RuleViolation
+    if not SOLVING[0]:
+        return
+    message = f"rule: no host round trip of the data: {what} in solve"
+    audit.report(message)
+    raise RuleViolation(message)
+
+
 def _refuse(source: str, destination: str) -> None:
     """A copy between the host and the GPU, in solve (at import the rules
     do not apply on a GPU either)."""
