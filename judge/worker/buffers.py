@@ -50,7 +50,7 @@ def prepare(plan: dict, seed: int, device: str):
     # Drawn straight into the views: make_inputs' values, without a copy,
     # on torch as the worker found it (judge.worker.pristine).
     from judge.worker import pristine
-    with pristine.drawing():
+    with pristine.drawing(modes_off=not plan.get("generator")):
         refill_inputs(plan, seed, device, fresh)
     from judge.worker import copy_extent
     copy_extent.record_handed(list(outputs.values()), OUTPUT_GUARD)  # whole, for the copy rule

@@ -325,7 +325,7 @@ class Worker:
 
         def refill(r: int, i: int) -> None:
             buffers_mod.plain(list(views[i].values()))  # no attribute of the file's on them
-            with pristine.drawing():
+            with pristine.drawing(modes_off=not plan.get("generator")):
                 refill_inputs(plan, call_seed(base["seed"], r), self.device, views[i])
 
         try:
