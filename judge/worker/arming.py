@@ -141,8 +141,8 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     from judge import cases
     from judge.worker import pristine
     pairs += [(pristine, "_recorded"), (pristine, "_MISSING")]
-    if "judge.worker.twins" in sys.modules:  # the CPU mode's record of Triton's own builtins
-        pairs.append((sys.modules["judge.worker.twins"], "_GENUINE"))
+    if "judge.worker.builtin_names" in sys.modules:  # the CPU mode's record of Triton's own builtins
+        pairs.append((sys.modules["judge.worker.builtin_names"], "_GENUINE"))
     pairs += [(cases, name) for name, value in vars(cases).items() if isinstance(value, type(sys))]
     pairs += transport()
     audit.seal(pairs)

@@ -1,5 +1,6 @@
-"""Triton's builtins bound to plain names in a kernel's module, for one
-interpreted launch (CPU mode).
+"""Triton's builtins in the CPU mode: which objects are Triton's own
+(record, genuine: what the front end's check lets a kernel call), and those
+bound to plain names in a kernel's module, for one interpreted launch.
 
 `from triton.language import load, store`, or `_where = tl.where` at module
 level, compile on a GPU: the code generator takes any global that is one of
@@ -57,3 +58,37 @@ def during_launch(kernel_globals: dict):
             kernel_globals[name] = value
         if shown:
             kernel_globals.pop(LANGUAGE_NAME, None)
+
+
+# Triton's own builtins (by id, the objects kept alive beside), taken before
+# the file is imported (record_builtins): a function of the file's marked
+# __triton_builtin__ with a __module__ of "triton.language" had passed for one
+# and run numpy under the interpreter (accepted; a GPU computes its decoy).
+_GENUINE: tuple = (frozenset(), ())
+
+
+def record() -> None:
+    import importlib
+    for name in ("triton.language", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    from triton.language import core
+    found = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("triton.language"):
+            continue
+        for value in list(vars(module).values()):
+            members = list(vars(value).values()) if isinstance(value, type) else []
+            for item in [value, *members]:
+                item = getattr(item, "__func__", item)  # a static or class method's function
+                if core.is_builtin(item):
+                    found.append(item)
+    global _GENUINE
+    _GENUINE = (frozenset(map(id, found)), tuple(found))
+
+
+def genuine(fn) -> bool:
+    """One of Triton's own builtins (a static method's function counts)."""
+    return id(getattr(fn, "__func__", fn)) in _GENUINE[0]

@@ -50,8 +50,8 @@ def install(capability: int = 90) -> bool:
     except Exception:  # noqa: BLE001 - a Triton without the NVIDIA backend: kernels unchecked
         target = backend = None
     _state.update(target=target, backend=backend)
-    from judge.worker import twins
-    twins.record_builtins()  # before the file is imported: what counts as Triton's own builtins
+    from judge.worker import builtin_names
+    builtin_names.record()  # before the file is imported: what counts as Triton's own builtins
     if backend is not None:
         twins.police_callees()
     return backend is not None

@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 import textwrap
 import types
 
-from judge.worker import audit
+from judge.worker import audit, builtin_names
 
 _MISSING = object()
 _DEF = re.compile(r"^def\s+\w+\s*\(", re.MULTILINE)  # where Triton's JITFunction starts a kernel's source
@@ -310,39 +309,10 @@ def _record_branches(generator, core) -> None:
     generator.call_JitFunction = call_JitFunction
 
 
-# Triton's own builtins (by id, the objects kept alive beside), taken before
-# the file is imported (record_builtins): a function of the file's marked
-# __triton_builtin__ with a __module__ of "triton.language" had passed for one
-# and run numpy under the interpreter (accepted; a GPU computes its decoy).
-_GENUINE: tuple = (frozenset(), ())
-
-
-def record_builtins() -> None:
-    import importlib
-    for name in ("triton.language", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    from triton.language import core
-    found = []
-    for name, module in list(sys.modules.items()):
-        if module is None or not name.startswith("triton.language"):
-            continue
-        for value in list(vars(module).values()):
-            members = list(vars(value).values()) if isinstance(value, type) else []
-            for item in [value, *members]:
-                item = getattr(item, "__func__", item)  # a static or class method's function
-                if core.is_builtin(item):
-                    found.append(item)
-    global _GENUINE
-    _GENUINE = (frozenset(map(id, found)), tuple(found))
-
-
 def _refused_callee(fn, args, kws, namespace: frozenset, core) -> str | None:
     """Why the code generator may not call `fn`, or None."""
     if core.is_builtin(fn):
-        return None if id(getattr(fn, "__func__", fn)) in _GENUINE[0] else "not one of Triton's builtins"
+        return None if builtin_names.genuine(fn) else "not one of Triton's builtins"
     if getattr(fn, "__name__", None) in REFUSED_BUILTINS and getattr(fn, "__module__", None) == "builtins":
         return "a Python builtin that runs code or reaches objects by name"
     if _the_files(fn):
