@@ -10,8 +10,8 @@ one before kept the unpatched builtin, which raised "Did you forget to add
 @triton.jit?": compile_error on the CPU, accepted on the H100 (an honest
 probe's four files). For the launch those names get what the interpreter
 gives the module's attribute: the same builtin, with the interpreter's
-semantic. Only Triton's own builtins (the object its module holds under
-that name, looked up before the interpreter patches anything), and only
+semantic. Only Triton's own builtins (those record() found before the
+file was imported), and only
 after the GPU front end's check, which must see the names as they are.
 A module that imports no triton.language module at all is shown one under
 a name of the judge's for the launch: the interpreter asserts that one is
@@ -25,27 +25,21 @@ import sys
 LANGUAGE_NAME = "__tritonjudge_language__"
 
 
-def _triton_builtin(value) -> bool:
-    from triton.language import core
-    if not core.is_builtin(value):
-        return False
-    module = sys.modules.get(getattr(value, "__module__", None) or "")
-    return (module is not None and module.__name__.startswith("triton.language")
-            and getattr(module, getattr(value, "__name__", ""), None) is value)
+def with_semantic(builtin):
+    """`builtin` as the interpreter's patch of triton.language makes it for a
+    launch: called with the interpreter's semantic (also tl.tensor's math
+    methods: judge.worker.interpret._math_methods)."""
+    from triton.runtime import interpreter
+    semantic = interpreter.interpreter_semantic
+    return lambda *args, **kwargs: builtin(
+        *args, **{k: v for k, v in kwargs.items() if k != "_semantic"}, _semantic=semantic)
 
 
 @contextlib.contextmanager
 def during_launch(kernel_globals: dict):
     import triton.language as tl
     from triton.language import core
-    from triton.runtime import interpreter
-    semantic = interpreter.interpreter_semantic
-
-    def with_semantic(builtin):
-        return lambda *args, **kwargs: builtin(
-            *args, **{k: v for k, v in kwargs.items() if k != "_semantic"}, _semantic=semantic)
-
-    kept = [(name, value) for name, value in list(kernel_globals.items()) if _triton_builtin(value)]
+    kept = [(name, value) for name, value in list(kernel_globals.items()) if core.is_builtin(value) and genuine(value)]
     shown = not any(value is tl or value is core for value in kernel_globals.values())
     for name, value in kept:
         kernel_globals[name] = with_semantic(value)

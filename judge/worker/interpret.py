@@ -318,17 +318,12 @@ def _math_methods():
     compiles. Only during the run: the GPU front end's check must see
     tl.tensor's own methods."""
     from triton.language import core
-    from triton.runtime import interpreter
-    semantic = interpreter.interpreter_semantic  # what Triton's own patch of a builtin passes it
 
-    def method(builtin):
-        return lambda self, *args, **kwargs: builtin(
-            self, *args, **{k: v for k, v in kwargs.items() if k != "_semantic"}, _semantic=semantic)
-
+    from judge.worker.builtin_names import with_semantic  # the tensor is the builtin's first argument
     functions = dict(math_methods())
     kept = {name: core.tensor.__dict__.get(name, _NOTHING) for name in functions}
     for name, builtin in functions.items():
-        setattr(core.tensor, name, method(builtin))
+        setattr(core.tensor, name, with_semantic(builtin))
     try:
         yield
     finally:
