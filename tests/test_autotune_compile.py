@@ -105,3 +105,44 @@ def test_without_arguments_bound_nothing_is_compiled(configs):
     tuner.nargs = None  # Autotuner.run has not bound the call
     autotune.precompile(tuner, configs, {"grid": (1,)})
     assert calls == []
+
+
+class _FakeDevice:
+    """What _one_run reads of Triton's device interface: events that say
+    how many calls ran between them."""
+
+    def __init__(self, ran: list):
+        self.ran = ran
+
+    def Event(self, enable_timing):  # noqa: N802 - the device interface's name
+        ran = self.ran
+
+        class Event:
+            def record(self):
+                self.at = len(ran)
+
+            def elapsed_time(self, other):
+                return 2.5 * (other.at - self.at)
+        return Event()
+
+    def synchronize(self):
+        pass
+
+
+class _FakeDriver:
+    def __init__(self, ran: list):
+        self.device = _FakeDevice(ran)
+
+    def get_device_interface(self):
+        return self.device
+
+
+def test_a_case_runs_each_config_once_to_choose(monkeypatch):
+    """In a correctness case a config is run once and timed by that run
+    (triton.testing.do_bench would run it at least eight times)."""
+    from triton.runtime import driver
+    ran = []
+    monkeypatch.setattr(driver, "_active", _FakeDriver(ran))
+    assert autotune._one_run(lambda: ran.append(1), quantiles=(0.5, 0.2, 0.8)) == [2.5, 2.5, 2.5]
+    assert autotune._one_run(lambda: ran.append(1)) == 2.5
+    assert len(ran) == 2
