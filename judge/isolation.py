@@ -114,6 +114,13 @@ def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
     return _SPAWNER.submit(start).result()
 
 
+def _reader(sock: socket.socket):
+    """A buffered file reading `sock`, which closes with it."""
+    file = sock.makefile("rb")
+    sock.close()  # the descriptor stays open until the file closes
+    return file
+
+
 class WorkerProcess:
     """One worker child, serving requests for one submission."""
 
@@ -191,15 +198,27 @@ class WorkerProcess:
             cmd = unshare_prefix(shutil.which("unshare") or "unshare", pid=self.sandbox.pid_namespace,
                                   mount=jailed) + cmd
         reaper.become_subreaper()
-        self.proc = _popen(
-            cmd, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(child_sock.fileno(),),
-            start_new_session=True,
-        )
-        child_sock.close()
+        # Standard output and error are sockets, not pipes: a pipe's read end
+        # is one open("/proc/self/fd/1") away for the worker, and what a
+        # kernel prints goes there (judge.worker.courier keeps the worker
+        # from replacing descriptor 1 itself). A socket cannot be reopened
+        # that way, and its own end receives nothing the worker writes.
+        streams = [socket.socketpair() for _ in range(2)]
+        for judge_end, _ in streams:
+            judge_end.shutdown(socket.SHUT_WR)
+        try:
+            self.proc = _popen(
+                cmd, cwd=self.scratch, env=env, stdin=subprocess.DEVNULL,
+                stdout=streams[0][1].fileno(), stderr=streams[1][1].fileno(), pass_fds=(child_sock.fileno(),),
+                start_new_session=True,
+            )
+        finally:
+            child_sock.close()
+            for _, worker_end in streams:
+                worker_end.close()
         self.sock = parent_sock
-        self.stdout = CappedStream(self.proc.stdout, self.limits.output_cap_bytes)
-        self.stderr = CappedStream(self.proc.stderr, self.limits.output_cap_bytes)
+        self.stdout, self.stderr = (CappedStream(_reader(judge_end), self.limits.output_cap_bytes)
+                                    for judge_end, _ in streams)
 
     def kill(self) -> None:
         if self.proc is None:

@@ -94,3 +94,44 @@ def test_a_reply_of_the_wrong_size_is_a_runtime_error_not_the_judges_failure():
     assert result.status == "runtime_error"
     assert result.message.startswith("the worker sent garbage: expected buffers of")
     assert slot.stopped
+
+
+STREAMS_CHILD = textwrap.dedent('''
+    import os, socket, sys, tempfile
+    sys.path.insert(0, {root!r})
+    from judge.worker.courier import Courier
+    judge_end, worker_end = socket.socketpair()
+    link = Courier(worker_end)
+    assert link.bar_this_thread()
+    spare = tempfile.TemporaryFile()
+    seen = []
+    for name, call in (("dup2 onto 1", lambda: os.dup2(spare.fileno(), 1)),
+                       ("dup3 onto 1", lambda: os.dup2(spare.fileno(), 1, inheritable=False)),
+                       ("dup2 onto 2", lambda: os.dup2(spare.fileno(), 2)),
+                       ("close 1", lambda: os.close(1)), ("close 2", lambda: os.close(2))):
+        try:
+            call()
+            seen.append(name + " went through")
+        except OSError as exc:
+            seen.append(name + " " + str(exc.errno))
+    copy = os.dup(1)  # a copy is harmless: it writes where 1 does
+    os.write(copy, b"through a copy\\n")
+    os.write(1, repr(seen).encode() + b"\\n")
+''')
+
+
+def test_the_standard_streams_stay_where_the_judge_put_them():
+    """A kernel's prints go to descriptor 1; a file that replaced it with a
+    file of its own (dup2) or closed it and opened one in its place read
+    them back. Both are refused; writing, and copying it, are not."""
+    if sys.platform != "linux":
+        pytest.skip("seccomp is Linux's")
+    import platform
+    if platform.machine() != "x86_64":
+        pytest.skip("the filter knows x86-64's system calls")
+    proc = subprocess.run([sys.executable, "-c", STREAMS_CHILD.format(root=str(ROOT))], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "through a copy" in proc.stdout
+    seen = eval(proc.stdout.strip().splitlines()[-1])
+    assert seen == [f"{name} 9" for name in ("dup2 onto 1", "dup3 onto 1", "dup2 onto 2", "close 1", "close 2")]

@@ -54,6 +54,12 @@ FD_SECOND = (33, 40, 276, 292)
 FD_THIRD = (275, 326)
 # Refused outright: they reach descriptors wholesale (close_range, io_uring) or another's (pidfd_getfd).
 REFUSED = (425, 426, 427, 436, 438)
+# The standard streams stay where the judge put them: written, never closed
+# (close) nor replaced (dup2/dup3's target). What a kernel prints goes to
+# descriptor 1 (printf on a GPU, judge.worker.interpret on the CPU); a file
+# that pointed it at a file of its own read every printed block back.
+STANDARD_STREAMS = (1, 2)
+KEEP_IN_PLACE = ((3, 0), (33, 1), (292, 1))  # (call, position of the descriptor it would close or replace)
 X32_BIT = 0x40000000
 
 # Classic BPF, as seccomp reads it.
@@ -126,7 +132,8 @@ class Courier:
 
     def bar_this_thread(self) -> bool:
         """Install the filter on the calling thread (and every thread it
-        starts from now on): no system call on the courier's descriptors.
+        starts from now on): no system call on the courier's descriptors,
+        and the standard streams neither closed nor replaced.
         False where the kernel has no seccomp filters (or this is no x86-64
         Linux): there the line is as open as any descriptor."""
         try:
@@ -234,24 +241,28 @@ def _move_up(fd: int) -> int:
     return moved
 
 
-def filter_program(fds) -> list[tuple[int, int, int, int]]:
+def filter_program(fds, kept=STANDARD_STREAMS) -> list[tuple[int, int, int, int]]:
     """The seccomp program, as (code, jt, jf, k) instructions: EBADF for a
     system call on one of `fds` where the calls above take a descriptor,
-    ENOSYS for the calls refused outright, anything else allowed. A linear
-    chain of blocks, one per call: `nr == call` enters its block, which
-    loads each descriptor argument in turn and ends in allow or EBADF."""
-    fds = list(fds)
-    positions: dict[int, list[int]] = {}
+    and for closing or replacing one of `kept`; ENOSYS for the calls
+    refused outright; anything else allowed. A linear chain of blocks, one
+    per call: `nr == call` enters its block, which loads each descriptor
+    argument in turn and ends in allow or EBADF."""
+    fds, kept = list(fds), list(kept)
+    positions: dict[int, list[tuple[int, list[int]]]] = {}
     for table, position in ((FD_FIRST, 0), (FD_SECOND, 1), (FD_THIRD, 2)):
         for nr in table:
-            positions.setdefault(nr, []).append(position)
+            positions.setdefault(nr, []).append((position, fds))
+    for nr, position in KEEP_IN_PLACE:
+        if kept:
+            positions.setdefault(nr, []).append((position, kept))
     program = [(_LD_W_ABS, 0, 0, 4), (_JEQ, 1, 0, AUDIT_ARCH_X86_64), (_RET, 0, 0, _ALLOW),
                (_LD_W_ABS, 0, 0, 0), (_JGE, 0, 1, X32_BIT), (_RET, 0, 0, _ERRNO | errno.ENOSYS)]
     for nr, where in sorted(positions.items()):
         body = []
-        for position in where:
+        for position, barred in where:
             body.append((_LD_W_ABS, 0, 0, 16 + 8 * position))  # the low half: a descriptor is an int
-            body += [(_JEQ, None, 0, fd) for fd in fds]
+            body += [(_JEQ, None, 0, fd) for fd in barred]
         body += [(_RET, 0, 0, _ALLOW), (_RET, 0, 0, _ERRNO | errno.EBADF)]
         deny = len(body) - 1
         body = [(code, deny - i - 1 if jt is None else jt, jf, k) for i, (code, jt, jf, k) in enumerate(body)]

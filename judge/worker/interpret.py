@@ -200,7 +200,7 @@ def _check_launches(interpreter) -> None:
     import threading
 
     from judge.worker import (audit, builtin_names, frontend, host_tensors, interpreter_state, kernel_rewrites,
-                              libdevice_cpu, twins)
+                              launches, libdevice_cpu, races, twins)
     from judge.worker.compiled_stand_in import CompiledStandIn
     lock = threading.RLock()
 
@@ -237,6 +237,9 @@ def _check_launches(interpreter) -> None:
                 with libdevice_cpu.during_launch(fn.__globals__), builtin_names.during_launch(fn.__globals__), \
                         _math_methods():
                     return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
+            except (DeviceAssertFailed, races.RaceFound) as exc:
+                launches.failed("runtime_error" if isinstance(exc, DeviceAssertFailed) else "wrong_answer", str(exc))
+                raise
             finally:
                 audit.memo(("decisions",), None)
                 if not twins.unchanged(reads):  # the file's code ran inside the launch

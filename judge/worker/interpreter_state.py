@@ -37,10 +37,13 @@ _UNSETTABLE = frozenset({"__dict__", "__weakref__"})
 # neither edit the record nor swap it.
 _recorded: tuple = ()
 _builder: tuple = ()  # (the builder instance, its own attributes as recorded)
-# numpy's floating-point error state (np.seterr: a context variable), as
-# recorded. Set to raise, it turned a kernel's NaN into an exception out of
-# the launch, so the file read its inputs one bit per launch by bisection.
-_errors: tuple = ()  # (numpy's context variable, its value as recorded)
+# numpy's floating-point error state (np.seterr: a context variable) for a
+# launch: every error ignored, as a GPU ignores them. Set to raise, it turned
+# a kernel's NaN into an exception out of the launch, so the file read its
+# inputs one bit per launch by bisection; left to warn, each warning went
+# through Python's warnings module, whose filters and showwarning are the
+# file's, and carried as many bits as the kernel had lanes.
+_errors: tuple = ()  # (numpy's context variable, the state a launch runs in)
 
 
 def _owners() -> list[tuple[object, bool]]:
@@ -113,9 +116,11 @@ def record() -> None:
     _builder = (builder, types.MappingProxyType(dict(vars(builder))))
     global _errors
     try:
+        import numpy
         from numpy._core import _ufunc_config
         variable = _ufunc_config._extobj_contextvar
-        _errors = (variable, variable.get())
+        with numpy.errstate(all="ignore"):
+            _errors = (variable, variable.get())
     except (ImportError, AttributeError):  # pragma: no cover - a numpy without it (before 2.0)
         _errors = ()
 

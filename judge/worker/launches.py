@@ -32,6 +32,31 @@ def count_launch() -> None:
     sys.audit("tritonjudge.launch")
 
 
+FAILED = ("launch failed",)  # the audit hook's record of a launch that failed (judge.worker.audit.memo)
+
+
+def failed(status: str, message: str) -> None:
+    """A launch that failed as a GPU's does for good (a device-side assert
+    loses the CUDA context; a race makes the output wrong): recorded in the
+    audit hook, so that solve catching what the launch raised changes
+    nothing. Under the interpreter the exception was the file's to catch,
+    and whether a launch failed told it one bit of the data."""
+    from judge.worker import audit
+    if audit.memo(FAILED) is None:  # the first failure stands
+        audit.memo(FAILED, (status, message))
+
+
+def failure() -> tuple[str, str] | None:
+    """The (status, message) of the first launch that failed since forget_failure()."""
+    from judge.worker import audit
+    return audit.memo(FAILED)
+
+
+def forget_failure() -> None:
+    from judge.worker import audit
+    audit.memo(FAILED, None)
+
+
 def take_streams() -> set:
     """The streams launched on since the last call, forgotten as they are read."""
     taken = set(_streams)

@@ -209,6 +209,7 @@ class Worker:
     def _call(self, args) -> dict | None:
         """Call solve once, under the rules; None on success, else the failure."""
         before = launches.launched()
+        launches.forget_failure()
         failure = None
         try:
             try:
@@ -229,6 +230,9 @@ class Worker:
                     # Programs of one launch sharing memory without atomics: right under
                     # the interpreter, which runs them one by one; a GPU runs them at once.
                     failure = {"status": "wrong_answer", "message": str(exc)}
+        failed = launches.failure()
+        if failed and (failure is None or failure["status"] != failed[0]):  # solve caught what the launch raised
+            failure = {"status": failed[0], "message": failed[1]}
         broken = _violations()
         if self.guard.violation or broken:
             return {"status": "rejected", "message": broken[0] if broken else self.guard.violation}
