@@ -200,7 +200,7 @@ def _check_launches(interpreter) -> None:
     import threading
 
     from judge.worker import (audit, builtin_names, frontend, host_tensors, interpreter_state, kernel_rewrites,
-                              launches, libdevice_cpu, races, twins)
+                              launch_watch, launches, libdevice_cpu, twins)
     from judge.worker.compiled_stand_in import CompiledStandIn
     lock = threading.RLock()
 
@@ -237,8 +237,12 @@ def _check_launches(interpreter) -> None:
                 with libdevice_cpu.during_launch(fn.__globals__), builtin_names.during_launch(fn.__globals__), \
                         _math_methods():
                     return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
-            except (DeviceAssertFailed, races.RaceFound) as exc:
-                launches.failed("runtime_error" if isinstance(exc, DeviceAssertFailed) else "wrong_answer", str(exc))
+            except BaseException as exc:
+                # A kernel that fails while it runs fails for good on a GPU (the
+                # CUDA context is lost), and that the launch failed is data: kept
+                # where solve cannot catch it away (judge.worker.launches.failed).
+                if not isinstance(exc, launch_watch.GridRefused):
+                    launches.failed(*_launch_failure(exc))
                 raise
             finally:
                 audit.memo(("decisions",), None)
@@ -367,6 +371,16 @@ def _grid_as_compiled(fn, grid, args: tuple, kwargs: dict) -> tuple:
     names = inspect.getfullargspec(fn.fn).args
     bound = inspect.getcallargs(fn.fn, *args, **{k: v for k, v in kwargs.items() if k in names})
     return tuple(grid(bound))
+
+
+def _launch_failure(exc: BaseException) -> tuple[str, str]:
+    """The verdict and words for a kernel that raised while it ran."""
+    from judge.worker import races
+    if isinstance(exc, races.RaceFound):  # programs of one launch sharing memory without atomics
+        return "wrong_answer", str(exc)
+    if isinstance(exc, DeviceAssertFailed):
+        return "runtime_error", str(exc)
+    return "runtime_error", f"the kernel failed while it ran: {type(exc).__name__}: {exc}"[:2000]
 
 
 class DeviceAssertFailed(BaseException):

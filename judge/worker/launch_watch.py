@@ -28,6 +28,11 @@ MIN_PROGRAMS = 3  # programs timed before estimating a launch
 MAX_GRID = ((1 << 31) - 1, 65535, 65535)  # CUDA's grid limits, x, y, z
 
 
+class GridRefused(RuntimeError):
+    """A grid CUDA's launch refuses: raised before any program runs, and,
+    as on a GPU, the next launch may still run."""
+
+
 def set_budget(seconds: float) -> None:
     _watch.update(deadline=time.monotonic() + seconds, found=None)
 
@@ -44,7 +49,7 @@ def watch(builder) -> None:
     def set_grid_dim(self, nx, ny, nz):
         if nx > MAX_GRID[0] or ny > MAX_GRID[1] or nz > MAX_GRID[2]:
             # What CUDA's launch refuses, and Triton's launcher reports.
-            raise RuntimeError("Triton Error [CUDA]: invalid argument "
+            raise GridRefused("Triton Error [CUDA]: invalid argument "
                                f"(grid ({nx}, {ny}, {nz}): a GPU allows at most {MAX_GRID})")
         _watch.update(total=max(1, nx * ny * nz), done=0, started=time.monotonic())
         return original_dim(self, nx, ny, nz)
