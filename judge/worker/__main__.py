@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> None:
         which = getattr(resource, f"RLIMIT_{ns.memory_rlimit}")
         resource.setrlimit(which, (ns.memory_limit, ns.memory_limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    from judge.worker import kernel_output
+    kernel_output.install()  # before CUDA starts: the driver's printf goes where the file cannot redirect it
     # Every submission needs these: importing them now, before the first
     # request, overlaps the seconds it takes with the judge's own start.
     import time

@@ -31,6 +31,7 @@ import sys
 
 from judge import protocol
 from judge.errors import ProtocolError
+from judge.worker.kernel_output import KERNEL_OUTPUT
 
 HIGH_FD = 900  # the barred descriptors are moved up here: out of the way of exit codes and small numbers
 COMPLAINT_MAX = 8192  # bytes of a complaint read (judge.worker.audit writes at most these)
@@ -54,11 +55,11 @@ FD_SECOND = (33, 40, 276, 292)
 FD_THIRD = (275, 326)
 # Refused outright: they reach descriptors wholesale (close_range, io_uring) or another's (pidfd_getfd).
 REFUSED = (425, 426, 427, 436, 438)
-# The standard streams stay where the judge put them: written, never closed
-# (close) nor replaced (dup2/dup3's target). What a kernel prints goes to
-# descriptor 1 (printf on a GPU, judge.worker.interpret on the CPU); a file
-# that pointed it at a file of its own read every printed block back.
-STANDARD_STREAMS = (1, 2)
+# Where kernels print (judge.worker.kernel_output) stays where the worker
+# put it: written, never closed nor replaced (dup2/dup3's target). When it
+# was descriptor 1, a file that pointed that at a file of its own read every
+# printed block back.
+KEPT = (KERNEL_OUTPUT,)
 KEEP_IN_PLACE = ((3, 0), (33, 1), (292, 1))  # (call, position of the descriptor it would close or replace)
 X32_BIT = 0x40000000
 
@@ -133,7 +134,7 @@ class Courier:
     def bar_this_thread(self) -> bool:
         """Install the filter on the calling thread (and every thread it
         starts from now on): no system call on the courier's descriptors,
-        and the standard streams neither closed nor replaced.
+        and where kernels print neither closed nor replaced.
         False where the kernel has no seccomp filters (or this is no x86-64
         Linux): there the line is as open as any descriptor."""
         try:
@@ -241,7 +242,7 @@ def _move_up(fd: int) -> int:
     return moved
 
 
-def filter_program(fds, kept=STANDARD_STREAMS) -> list[tuple[int, int, int, int]]:
+def filter_program(fds, kept=KEPT) -> list[tuple[int, int, int, int]]:
     """The seccomp program, as (code, jt, jf, k) instructions: EBADF for a
     system call on one of `fds` where the calls above take a descriptor,
     and for closing or replacing one of `kept`; ENOSYS for the calls

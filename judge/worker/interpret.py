@@ -43,13 +43,14 @@ def _print_to_standard_output(builder) -> None:
     a numpy formatter called with every value): a host round trip of the
     data. Here the values are formatted by the worker's own code
     (judge.worker.kernel_rewrites, which does the same for print()) and
-    written to file descriptor 1 directly."""
-    from judge.worker.kernel_rewrites import block_text, write
+    written where a GPU's printf goes (judge.worker.kernel_output)."""
+    from judge.worker.kernel_output import emit
+    from judge.worker.kernel_rewrites import block_text
 
     def create_print(self, prefix, hex, values, isSigned):
         head = f"({self.grid_idx[0]}, {self.grid_idx[1]}, {self.grid_idx[2]})" + (f" {prefix}" if prefix else "")
         for value in values:
-            write(1, f"{head} {block_text(value.data, hex)}\n".encode())
+            emit(f"{head} {block_text(value.data, hex)}\n".encode())
 
     builder.create_print = create_print
 

@@ -44,6 +44,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from judge.worker.kernel_output import emit
+
 WRAP = "__judge_loop_variables__"  # the wrappers' names in the kernel's globals
 PRINT = "__judge_kernel_print__"
 BOOL_OP, NOT, ASSERT = "__judge_bool_op__", "__judge_not__", "__judge_assert__"
@@ -64,8 +66,8 @@ def loop_variables(numbers: range):
 
 
 def kernel_print(*values, sep=" ", end="\n", **_ignored) -> None:
-    """print() in a kernel: to file descriptor 1, as a GPU's printf."""
-    write(1, (sep.join(format_value(v) for v in values) + end).encode())
+    """print() in a kernel: out where a GPU's printf goes (judge.worker.kernel_output)."""
+    emit((sep.join(format_value(v) for v in values) + end).encode())
 
 
 def format_value(value) -> str:
