@@ -258,11 +258,20 @@ def _front_end(twin, packed: tuple):
     ir.load_dialects(context)
     backend.load_dialects(context)
     source = ASTSource(twin, signature, constexprs, attrs)
+    from triton import knobs
+    interpreting = knobs.runtime.interpret
+    # Compiled as a GPU compiles it: under the interpreter's flag Triton's
+    # own constexpr functions (triton.cdiv...) return plain ints, which
+    # tl.static_range and the like then refuse (an honest kernel's
+    # compile_error on the CPU only).
+    knobs.runtime.interpret = False
     try:
         module = source.make_ir(target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(),
                                 context)
     except CompilationError as exc:
         return exc
+    finally:
+        knobs.runtime.interpret = interpreting
     if "tt.make_tensor_descriptor" in str(module):
         return _NEEDS_ALLOCATOR
     return None

@@ -168,6 +168,11 @@ def install(emulate_tf32: bool = True) -> None:
     def _implicit_cvt(arg):
         # A float argument is an fp32 scalar in the kernel the GPU compiles
         # (alpha.to(x.dtype) works there); the interpreter left a Python float.
+        # A bool is an int1 there; the interpreter made it a 32-bit integer
+        # typed int1, which failed the launch.
+        if isinstance(arg, bool):
+            return interpreter.tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.bool_),
+                                                                  interpreter.tl.int1), interpreter.tl.int1)
         if isinstance(arg, float):
             return interpreter.tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32),
                                                                   interpreter.tl.float32), interpreter.tl.float32)

@@ -20,6 +20,11 @@ def short_traceback(exc: BaseException, limit: int = 4000) -> str:
               if not os.path.abspath(f.filename).startswith(judge_dir) and not f.filename.startswith("<frozen")]
     text = "".join(traceback.format_list(frames[-8:]))
     text += "".join(traceback.format_exception_only(type(exc), exc))
+    cause, seen = exc.__cause__, {id(exc)}
+    while cause is not None and id(cause) not in seen and len(seen) < 4:  # a compile error's reason, inside a helper
+        seen.add(id(cause))
+        text += "caused by: " + "".join(traceback.format_exception_only(type(cause), cause))
+        cause = cause.__cause__
     return text if len(text) <= limit else "…" + text[-limit:]
 
 

@@ -58,7 +58,12 @@ VIEW_OPS = frozenset({
 # among them (torch.cat, F.pad with a constant: a convolution's input padded
 # ahead of its kernel moves data and computes nothing).
 COPY_OPS = frozenset({"copy_", "clone", "_to_copy", "cat", "constant_pad_nd"})
-ALLOWED_OPS = ALLOCATION_OPS | FILL_OPS | VIEW_OPS | COPY_OPS
+# Questions about tensors' metadata and the profiler's annotations: nothing
+# read or computed (an honest file's check that two tensors have one size,
+# or a torch.profiler.record_function around its launch, was refused).
+METADATA_OPS = frozenset({"is_same_size", "is_pinned", "is_set_to", "can_cast", "_record_function_enter",
+                          "_record_function_enter_new", "_record_function_exit"})
+ALLOWED_OPS = ALLOCATION_OPS | FILL_OPS | VIEW_OPS | COPY_OPS | METADATA_OPS
 TRANSFER_OPS = frozenset({"copy_", "_to_copy"})
 # Where a challenge refuses torch's copies: the forms that copy (one under an
 # allocation's name), and those that write into a tensor without moving data
