@@ -7,7 +7,12 @@ for the baselines (in the judge).
   GPU settles at the clocks it holds under this kernel's load. A kernel that
   draws more power runs at lower clocks when sustained (on the H100, 1870
   against 1975 MHz for a plain FP32 matmul: 5% slower); timing a short
-  burst from an idle GPU would report the boosted clock instead.
+  burst from an idle GPU would report the boosted clock instead. From an
+  idle H100, NVML read the clock settled ~0.2 s into back-to-back matrix
+  products (1980 to ~1940 MHz for a power-limited kernel), and medians
+  after 0.1, 0.3 and 0.5 s of warm-up agreed within 0.02% (0.2 s read
+  0.7% fast in two of three rounds, timed as the clock fell):
+  bench/warmup_settle.py. So 0.3 s, where it was 0.5.
 * Before every timed call, a write of twice the device's L2 (read from the
   device), so no call finds its operands in cache.
 * CUDA events around each call; the end event waits for every stream the
@@ -52,7 +57,7 @@ import time
 from typing import Callable, Sequence
 
 POISON = float("nan")
-METHOD = "6"  # bumped when the method changes: cached baselines of another method are not reused
+METHOD = "7"  # bumped when the method changes: cached baselines of another method are not reused
 # The median's ~95% interval, as a fraction of it, at which timing stops. 1%:
 # a kernel at the GPU's power limit varies call to call with the clock, and
 # needed the 3 s budget to reach 0.5%, while its median moves by up to 4%
@@ -122,7 +127,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
             around_call: Callable = contextlib.nullcontext, ready: Callable[[], None] | None = None,
             fence: Callable[[object], None] = lambda stream: None,
             min_reps: int = 10, max_reps: int = 500, budget_s: float = 3.0,
-            target: float = TARGET, warmup_s: float = 0.5, min_time_s: float = 0.2,
+            target: float = TARGET, warmup_s: float = 0.3, min_time_s: float = 0.2,
             warm_since: float | None = None) -> dict:
     """Time `calls` (one per buffer set, rotated). `outputs[i]` lists the
     tensors call i writes: each poisoned before the call (where `poison`
