@@ -24,6 +24,14 @@ if TYPE_CHECKING:
     from .grader import GradeOptions
     from .slots import Slot
 
+# How a case the file's own launch made too slow for the interpreter is
+# reported: skipped. A large case (Challenge.large_for_cpu) is simply not
+# run, as one beyond the caps is; a small one leaves the file not judged
+# (never `accepted`: judge.grader), since the file chooses its grid and its
+# programs' work, and one that stalled every case but the example was
+# accepted on it alone (tests/fixtures/stalls_cases_it_cannot_do.py).
+TOO_SLOW_ON_CPU = "not run on CPU"
+NOT_JUDGED_ON_CPU = "not judged on CPU"
 LARGE_CASE_BYTES = 256 << 20  # a case moving more than this runs alone, after the others
 # A reply at least this large crosses by CUDA IPC on a GPU (mapping costs a
 # fraction of a millisecond; the socket moves ~1-2 GB/s).
@@ -237,7 +245,10 @@ class Run:
             slot.stop()
         else:
             if reply.get("status") == "interpreter_too_slow" and self.device == "cpu":
-                result.status, result.message = "skipped", str(reply.get("message", ""))[:4000]
+                said = str(reply.get("message", ""))
+                said = said[len(TOO_SLOW_ON_CPU):].lstrip(" :") if said.startswith(TOO_SLOW_ON_CPU) else said
+                label = TOO_SLOW_ON_CPU if self.challenge.large_for_cpu(case) else NOT_JUDGED_ON_CPU
+                result.status, result.message = "skipped", f"{label}: {said}"[:4000]
             elif reply.get("status") != "ok":
                 result.status, result.message = status_of(reply), str(reply.get("message", ""))[:4000]
                 if result.status == "rejected":

@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import cuda_early, cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_cache
-from .casework import Run
+from .casework import NOT_JUDGED_ON_CPU, TOO_SLOW_ON_CPU, Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
 from .sandbox import give_to, new_user
@@ -360,10 +360,27 @@ def _join_capped(parts: list[str], cap: int) -> str:
     return "\n".join(kept)
 
 
+def _too_slow_on_cpu(result: CaseResult, small_only: bool = False) -> bool:
+    """Skipped because the file's own launch could not finish under the
+    interpreter (judge.worker.launch_watch), not by the judge's size check;
+    `small_only`: a case that is not large for the interpreter (judge.casework)."""
+    return result.status == "skipped" and (result.message.startswith(NOT_JUDGED_ON_CPU) or (
+        not small_only and result.message.startswith(TOO_SLOW_ON_CPU)))
+
+
 def _verdict(results: list[CaseResult]) -> Verdict:
-    """The first failing case decides (a file that did not load fails the first case)."""
+    """The first failing case decides (a file that did not load fails the first case).
+
+    Never `accepted` with a small case the file's own launch made too slow
+    for the interpreter: the file chooses its grid and its programs' work,
+    and one that stalled every case it could not do was accepted on the
+    rest (a GPU runs such a case, and finds it wrong). Nothing judged it:
+    not judged."""
     ran = [Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")]
-    return overall(ran) if ran else Verdict.INTERNAL_ERROR
+    verdict = overall(ran) if ran else Verdict.INTERNAL_ERROR
+    if verdict is Verdict.ACCEPTED and any(_too_slow_on_cpu(r, small_only=True) for r in results):
+        return Verdict.INTERNAL_ERROR
+    return verdict
 
 
 def _summary(verdict: Verdict, results: list[CaseResult], load_message: str) -> str:
@@ -376,10 +393,16 @@ def _summary(verdict: Verdict, results: list[CaseResult], load_message: str) -> 
         return f"all {ran} cases run passed{extra}"
     first = next((r for r in results if r.status == verdict.value), None)
     if first is None:
-        slow = next((r for r in results if r.status == "skipped" and r.message.startswith("not run on CPU")), None)
+        slow = next((r for r in results if _too_slow_on_cpu(r, small_only=True)), None) \
+            or next((r for r in results if _too_slow_on_cpu(r)), None)
         if verdict is Verdict.INTERNAL_ERROR and slow is not None:
-            # Nothing was judged: the interpreter's speed, not the file's fault nor a verdict on it.
-            return f"not judged: no case could run under Triton's interpreter (case {slow.name}: {slow.message})"
+            # The interpreter's speed: neither the file's fault nor a verdict on it.
+            passed = sum(r.status == "accepted" for r in results)
+            if not passed:
+                return f"not judged: no case could run under Triton's interpreter (case {slow.name}: {slow.message})"
+            return (f"not judged on CPU: the {passed} cases that ran passed, but case {slow.name} ({slow.shape}) "
+                    f"could not finish under Triton's interpreter, so nothing judged it "
+                    f"({slow.message.split(': ', 1)[-1]})")
         return verdict.describe
     return f"case {first.name} ({first.shape}): {first.message}"
 

@@ -63,6 +63,9 @@ def _mode_class(submission: str | None):
     # below torch's modes (a GPU syncs on every one): a copy, element by
     # element, that the rules never saw (a probe transposed and reversed arrays so).
     builders = {torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor}
+    aliasing = {torch.as_tensor, torch.asarray}  # may share the memory of the host data they are given
+    scalar_reads = {torch.Tensor.__float__, torch.Tensor.__int__, torch.Tensor.__index__, torch.Tensor.__bool__,
+                    torch.Tensor.__complex__}
     gpu = torch.device("cuda", 0)
     submission = os.path.abspath(submission) if submission else None
 
@@ -79,9 +82,17 @@ def _mode_class(submission: str | None):
             mine = asked_by_submission()
             if (owner is device or func is torch.Tensor.get_device) and mine:
                 return gpu if owner is device else 0
+            if func in scalar_reads and args and isinstance(args[0], torch.Tensor):
+                host_tensors.refuse_scalar_read(func.__name__.strip("_") + "()", args[0])
             if func in builders:
-                data = args[1:2] if func is torch.Tensor.new_tensor else args[:1]
-                host_tensors.refuse_reads_of(func.__name__, list(data) + [kwargs.get("data"), kwargs.get("obj")])
+                at = 1 if func is torch.Tensor.new_tensor else 0
+                if len(args) > at:
+                    args = args[:at] + (host_tensors.plain(args[at]),) + args[at + 1:]
+                for key in ("data", "obj"):
+                    if key in kwargs:
+                        kwargs[key] = host_tensors.plain(kwargs[key])
+                host_tensors.refuse_reads_of(func.__name__, list(args[at:at + 1]) + [kwargs.get("data"),
+                                                                                     kwargs.get("obj")])
             given_args, given_kwargs = args, dict(kwargs)
             if _names_cuda(kwargs.get("device")):
                 kwargs["device"] = "cpu"
@@ -96,6 +107,9 @@ def _mode_class(submission: str | None):
                     _names_cuda(given_kwargs.get("device")) or any(_names_cuda(a) for a in given_args[1:]))) \
                     and host_tensors.is_host(given_args[0]) and isinstance(result, torch.Tensor):
                 result = result.clone()  # a host tensor moved to the GPU is a new tensor there, not the host's
+            elif func in aliasing and _names_cuda(given_kwargs.get("device")) and isinstance(result, torch.Tensor) \
+                    and not isinstance((given_args[:1] or [given_kwargs.get("obj")])[0], torch.Tensor):
+                result = result.clone()  # host data (a numpy array) on the GPU is a copy there, never its memory
             # What a GPU run would hold on the host (judge.worker.host_tensors).
             host_tensors.after(func, given_args, given_kwargs, result, mine)
             return result

@@ -147,6 +147,35 @@ def refuse_reads_of(name: str, data: list) -> None:
         _refuse_host(f"torch.{name} of a list of tensors (each element read on the host)")
 
 
+def plain(data, depth: int = 0):
+    """`data` for a tensor builder with every sequence in it read once into
+    a list: torch reads any object with __len__ and __getitem__ as a
+    sequence, below the rules, and a file's own sequence class held the
+    input's one-element views. Read once, so that what is checked
+    (refuse_reads_of) is what torch is given."""
+    import numbers
+
+    import numpy as np
+    import torch
+    if depth > 64 or isinstance(data, (torch.Tensor, np.ndarray, numbers.Number, str, bytes, bytearray, memoryview)) \
+            or data is None:
+        return data
+    kind = type(data)
+    if isinstance(data, (list, tuple)) or (hasattr(kind, "__len__") and hasattr(kind, "__getitem__")
+                                           and not hasattr(kind, "__array__") and not isinstance(data, dict)):
+        return [plain(item, depth + 1) for item in list(data)]
+    return data
+
+
+def refuse_scalar_read(name: str, tensor) -> None:
+    """float(), int(), bool() of a device tensor in solve: its value read on
+    the host (a GPU's `_local_scalar_dense`, which the rules refuse; torch's
+    legacy constructors, torch.Tensor(list), read each element so, below
+    the operator guard)."""
+    if not is_host(tensor):
+        _refuse_host(f"{name} of a device tensor (its value read on the host)")
+
+
 def _elements(data: list, limit: int = 100_000):
     """What sits inside the lists and tuples of `data` (not `data`'s own items
     when they are tensors: torch.tensor(t) of one tensor is a copy on its device)."""

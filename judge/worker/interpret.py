@@ -206,7 +206,7 @@ def _check_launches(interpreter) -> None:
     import threading
 
     from judge.worker import (audit, builtin_names, frontend, host_tensors, interpreter_state, kernel_rewrites,
-                              launch_watch, launches, libdevice_cpu, twins)
+                              launch_watch, launches, libdevice_cpu, races, twins)
     from judge.worker.compiled_stand_in import CompiledStandIn
     lock = threading.RLock()
 
@@ -251,6 +251,7 @@ def _check_launches(interpreter) -> None:
                     launches.failed(*_launch_failure(exc))
                 raise
             finally:
+                races.end_launch()
                 audit.memo(("decisions",), None)
                 if not twins.unchanged(reads):  # the file's code ran inside the launch
                     frontend.changed_while_compiling()

@@ -23,7 +23,7 @@ class InterpreterTooSlow(BaseException):
 
 # The budget of the case being run, and what was found: kept in a closure's
 # reach rather than on a class, set by the request loop.
-_watch = {"deadline": None, "found": None, "total": 1, "done": 0, "started": 0.0}
+_watch = {"total": 1, "done": 0, "started": 0.0}
 MIN_PROGRAMS = 3  # programs timed before estimating a launch
 MAX_GRID = ((1 << 31) - 1, 65535, 65535)  # CUDA's grid limits, x, y, z
 
@@ -33,13 +33,23 @@ class GridRefused(RuntimeError):
     as on a GPU, the next launch may still run."""
 
 
+# The case's deadline and what the watch found are kept in the audit hook
+# (judge.worker.audit.memo): in this module's dict a file set them itself,
+# and had any case it liked reported as not run.
+DEADLINE, FOUND = ("interpreter deadline",), ("interpreter too slow",)
+
+
 def set_budget(seconds: float) -> None:
-    _watch.update(deadline=time.monotonic() + seconds, found=None)
+    from judge.worker import audit
+    audit.memo(DEADLINE, time.monotonic() + seconds)
+    audit.memo(FOUND, None)
 
 
 def too_slow() -> str | None:
     """Why the last call was stopped, once (then forgotten)."""
-    found, _watch["found"] = _watch["found"], None
+    from judge.worker import audit
+    found = audit.memo(FOUND)
+    audit.memo(FOUND, None)
     return found
 
 
@@ -55,19 +65,21 @@ def watch(builder) -> None:
         return original_dim(self, nx, ny, nz)
 
     def set_grid_idx(self, x, y, z):
+        from judge.worker import audit
         done = _watch["done"]
-        deadline = _watch["deadline"]
+        deadline = audit.memo(DEADLINE) if done >= MIN_PROGRAMS else None
         if deadline is not None and done >= MIN_PROGRAMS:
             elapsed = time.monotonic() - _watch["started"]
             remaining = _watch["total"] - done
             needed = elapsed / done * remaining
             if time.monotonic() + needed > deadline:
-                _watch["found"] = (
+                found = (
                     f"not run on CPU: this launch has {_watch['total']:,} programs, and Triton's interpreter, "
                     f"which runs them one by one at ~{1000 * elapsed / done:.1f} ms each, would need "
                     f"~{elapsed / done * _watch['total']:.0f} s for it; a GPU runs them in parallel. "
                     "Grade on a GPU, or use larger blocks (fewer programs) to check this case on CPU.")
-                raise InterpreterTooSlow(_watch["found"])
+                audit.memo(FOUND, found)
+                raise InterpreterTooSlow(found)
         _watch["done"] = done + 1
         return original_idx(self, x, y, z)
 

@@ -227,14 +227,32 @@ def _poisoned(ptrs, mask, racy: set, wide: bool) -> np.ndarray:
     return hit
 
 
+NOTE = ("race note",)  # the audit hook's record of a call's first race (judge.worker.audit.memo)
+
+
+def end_launch() -> None:
+    """A launch's records, out of the file's reach once it returns: what it
+    stored where is data (a file read every input back from the addresses
+    its kernel stored to, in this module's record), so the record is
+    emptied, and the race note kept in the audit hook."""
+    from judge.worker import audit
+    if _note[0] and not audit.memo(NOTE):
+        audit.memo(NOTE, _note[0])
+    _note[0] = ""
+    _launch.update(program=None, stored={}, spans=[], atomics=False, holding=False, own={}, own_span=_NO_SPAN,
+                   readers={}, reading=set(), counters=set())
+
+
 def take_note() -> str:
     """The first race a call's loads read through (their lanes read as NaN),
     then forgotten: the worker says it beside a wrong output."""
-    said, _note[0] = _note[0], ""
+    from judge.worker import audit
+    said = audit.memo(NOTE) or ""
+    audit.memo(NOTE, None)
     return said
 
 
-_note = [""]
+_note = [""]  # the launch now running's (end_launch moves it out)
 
 
 def _check_own(ptrs, mask) -> None:
