@@ -202,11 +202,12 @@ class Challenge(_Strict):
         return None
 
     def large_for_cpu(self, case: Case) -> bool:
-        """A case within an eighth of the interpreter's caps or above: one a
-        correct kernel with small blocks may honestly make too slow for the
-        interpreter, as it may one beyond the caps (judge.casework)."""
-        return (8 * self.output_elements(case) >= self.cpu_limits.max_output_elements
-                or 8 * self.work_of(case) >= self.cpu_limits.max_work)
+        """A case of a 64th of the interpreter's caps or more: one a correct
+        kernel with small blocks may honestly make too slow for the
+        interpreter (one program per element of a 64×64 product already
+        is), as it may one beyond the caps (judge.casework)."""
+        return (64 * self.output_elements(case) >= self.cpu_limits.max_output_elements
+                or 64 * self.work_of(case) >= self.cpu_limits.max_work)
 
     def flop_count(self, case: Case) -> float | None:
         return float(expr.evaluate(self.work.flops, case.dims)) if self.work.flops else None
