@@ -17,7 +17,9 @@ class CompiledStandIn:
     def __init__(self, fn, options: dict):
         from types import SimpleNamespace
         self.fn = fn
-        self.metadata = SimpleNamespace(shared=0, name=getattr(fn, "__name__", "kernel"),
+        # Shared memory in bytes: a kernel that reduces uses some (the tutorial's
+        # softmax, built for an H100, reports 32), and the tutorial divides by it.
+        self.metadata = SimpleNamespace(shared=1024, name=getattr(fn, "__name__", "kernel"),
                                         num_warps=int(options.get("num_warps") or 4),
                                         num_stages=int(options.get("num_stages") or 3), num_ctas=1)
 

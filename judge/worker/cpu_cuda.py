@@ -176,13 +176,16 @@ H100 = dict(name="NVIDIA H100 80GB HBM3", major=9, minor=0, multi_processor_coun
             total_memory=85_045_870_592, L2_cache_size=50 << 20, warp_size=32,
             max_threads_per_multi_processor=2048, regs_per_multiprocessor=65536,
             shared_memory_per_block=48 << 10, shared_memory_per_block_optin=227 << 10,
-            shared_memory_per_multiprocessor=228 << 10, is_integrated=False, is_multi_gpu_board=False)
+            shared_memory_per_multiprocessor=228 << 10, is_integrated=False, is_multi_gpu_board=False,
+            clock_rate=1_980_000, memory_clock_rate=2_619_000, memory_bus_width=5120,  # kHz, kHz, bits
+            gcnArchName="NVIDIA H100 80GB HBM3", uuid="GPU-00000000-0000-0000-0000-000000000000")
 
 
 # The same for a T4 (16 GB): no TF32, which is when the worker emulates none.
 T4 = dict(H100, name="Tesla T4", major=7, minor=5, multi_processor_count=40, total_memory=15_828_320_256,
           L2_cache_size=4 << 20, max_threads_per_multi_processor=1024, shared_memory_per_block_optin=64 << 10,
-          shared_memory_per_multiprocessor=64 << 10)
+          shared_memory_per_multiprocessor=64 << 10, clock_rate=1_590_000, memory_clock_rate=5_001_000,
+          memory_bus_width=256, gcnArchName="Tesla T4")
 GPU = dict(H100)  # the one described: set by install()
 
 
@@ -268,6 +271,7 @@ def install(submission: str | None = None, tf32: bool = True) -> None:
         "set_device": lambda device=None: None,
         "set_stream": lambda stream=None: None,
         "current_device": lambda: 0,
+        "device_count": lambda: 1,  # the one GPU described here
         "get_device_properties": device_properties,
         "get_device_capability": lambda device=None: (GPU["major"], GPU["minor"]),
         "get_device_name": lambda device=None: GPU["name"],

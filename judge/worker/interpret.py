@@ -179,6 +179,7 @@ def install(emulate_tf32: bool = True) -> None:
         return convert(arg)
 
     interpreter._implicit_cvt = _implicit_cvt
+    _int_to_pointer_untagged(interpreter)
     arithmetic.install(interpreter)
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
@@ -378,6 +379,26 @@ def _grid_as_compiled(fn, grid, args: tuple, kwargs: dict) -> tuple:
     names = inspect.getfullargspec(fn.fn).args
     bound = inspect.getcallargs(fn.fn, *args, **{k: v for k, v in kwargs.items() if k in names})
     return tuple(grid(bound))
+
+
+def _int_to_pointer_untagged(interpreter) -> None:
+    """An address cast to a pointer in a kernel (LeetGPU's raw-pointer
+    starter: a.data_ptr() passed as an int, then .to(tl.pointer_type(...)))
+    is the tensor's address on a GPU. The CPU mode hands the file addresses
+    tagged (judge.worker.gates.ADDRESS_TAG, so that host code cannot use
+    them), and the interpreter's cast kept the tag: the kernel read outside
+    memory and the worker died. The tag is cleared where a kernel makes the
+    pointer; a kernel could reach any address by arithmetic already."""
+    from judge.worker.gates import ADDRESS_TAG
+    bitcast = interpreter.InterpreterBuilder.create_bitcast
+
+    def create_int_to_ptr(self, src, dst_type):
+        data = np.asarray(src.data)
+        if data.dtype.kind in "iu" and data.dtype.itemsize == 8:
+            src = interpreter.TensorHandle(data & data.dtype.type(~ADDRESS_TAG), src.dtype)
+        return bitcast(self, src, dst_type)
+
+    interpreter.InterpreterBuilder.create_int_to_ptr = create_int_to_ptr
 
 
 def _launch_failure(exc: BaseException) -> tuple[str, str]:

@@ -67,8 +67,10 @@ def watch(builder) -> None:
     def set_grid_idx(self, x, y, z):
         from judge.worker import audit
         done = _watch["done"]
-        deadline = audit.memo(DEADLINE) if done >= MIN_PROGRAMS else None
-        if deadline is not None and done >= MIN_PROGRAMS:
+        # A grid of a few long programs is estimated after all but its last.
+        enough = min(MIN_PROGRAMS, max(1, _watch["total"] - 1))
+        deadline = audit.memo(DEADLINE) if done >= enough else None
+        if deadline is not None:
             elapsed = time.monotonic() - _watch["started"]
             remaining = _watch["total"] - done
             needed = elapsed / done * remaining

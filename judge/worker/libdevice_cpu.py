@@ -106,7 +106,27 @@ INTEGER_RESULTS = {
     "llrint": (lambda x: _saturated(np.rint(x), np.int64), "int64"),
     "llround": (lambda x: _saturated(_round_half_away(x), np.int64), "int64"),
     "abs": (np.abs, None),  # integers (__nv_abs, __nv_llabs) and floats alike: the argument's type
+    "float_as_uint": (lambda x: np.asarray(x, np.float32).view(np.int32), "int32"),  # Triton types it int32
+    "uint_as_float": (lambda x: np.asarray(x).astype(np.int32).view(np.float32), "float32"),
+    "double2float_rn": (lambda x: np.asarray(x, np.float64).astype(np.float32), "float32"),
+    "brev": (lambda x: _brev(x), None),
+    "ffs": (lambda x: _ffs(x), "int32"),
 }
+
+
+def _brev(x):
+    """The bits of each integer in reverse order (__nv_brev, __nv_brevll)."""
+    unsigned = np.asarray(x).view(np.uint32 if x.dtype.itemsize == 4 else np.uint64)
+    table = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
+    parts = table[np.ascontiguousarray(unsigned).view(np.uint8).reshape(*unsigned.shape, -1)][..., ::-1]
+    return np.ascontiguousarray(parts).view(unsigned.dtype).reshape(unsigned.shape).view(x.dtype)
+
+
+def _ffs(x):
+    """The 1-based place of the lowest set bit, 0 for none (__nv_ffs, __nv_ffsll)."""
+    value = np.asarray(x)
+    lowest = value & -value
+    return np.where(value == 0, 0, 8 * value.dtype.itemsize - _clz(lowest)).astype(np.int32)
 _NUMPY_TYPES = {"int1": np.bool_, "int32": np.int32, "int64": np.int64, "float32": np.float32}
 
 
