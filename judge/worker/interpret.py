@@ -35,26 +35,6 @@ def round_to_tf32(x: np.ndarray) -> np.ndarray:
     return (np.ascontiguousarray(x, dtype=np.float32).view(np.uint32) & TF32_MASK).view(np.float32)
 
 
-def _print_to_standard_output(builder) -> None:
-    """tl.device_print and print in a kernel: on a GPU, printf to the
-    process's standard output itself, where solve cannot read it back.
-    The interpreter printed through Python's print and numpy's formatting,
-    both of which the file can replace (sys.stdout swapped for a buffer,
-    a numpy formatter called with every value): a host round trip of the
-    data. Here the values are formatted by the worker's own code
-    (judge.worker.kernel_rewrites, which does the same for print()) and
-    written where a GPU's printf goes (judge.worker.kernel_output)."""
-    from judge.worker.kernel_output import emit
-    from judge.worker.kernel_rewrites import block_text
-
-    def create_print(self, prefix, hex, values, isSigned):
-        head = f"({self.grid_idx[0]}, {self.grid_idx[1]}, {self.grid_idx[2]})" + (f" {prefix}" if prefix else "")
-        for value in values:
-            emit(f"{head} {block_text(value.data, hex)}\n".encode())
-
-    builder.create_print = create_print
-
-
 def _outer_broadcast(x, y) -> bool:
     """x[:, :, None] * y[None, :, :] broadcast to (M, K, N) with M, N ≥ 16:
     the product the GPU compiler turns into a TF32 dot when it is summed
@@ -72,7 +52,7 @@ def install(emulate_tf32: bool = True) -> None:
     from triton._C.libtriton import ir
     from triton.runtime import autotuner, interpreter
 
-    from judge.worker import arithmetic
+    from judge.worker import arithmetic, gpu_builder, kernel_output
 
     from judge.worker import launch_watch
     launch_watch.watch(interpreter.InterpreterBuilder)
@@ -179,15 +159,15 @@ def install(emulate_tf32: bool = True) -> None:
         return convert(arg)
 
     interpreter._implicit_cvt = _implicit_cvt
-    _int_to_pointer_untagged(interpreter)
+    gpu_builder.int_to_pointer_untagged(interpreter)
     arithmetic.install(interpreter)
     autotuner.Autotuner._bench = equal_cost
     autotuner.Autotuner.check_disk_cache = no_disk_cache
-    _print_to_standard_output(interpreter.InterpreterBuilder)
+    kernel_output.print_from_interpreter(interpreter.InterpreterBuilder)
     # A loop's variable is a Triton scalar and print() is printf, as the GPU compiler reads them.
     from judge.worker import kernel_rewrites
     kernel_rewrites.install()
-    _float_exchange(interpreter)
+    gpu_builder.float_exchange(interpreter)
     # Programs that share memory without atomics race on a GPU: told here.
     from judge.worker import races
     races.install(interpreter.InterpreterBuilder)
@@ -288,26 +268,6 @@ HELPER_CALLS: frozenset = frozenset()
 _NOTHING = object()
 
 
-def _float_exchange(interpreter) -> None:
-    """tl.atomic_xchg on float32 and float64: Triton's interpreter refuses
-    the type ('Unsupported data type': compile_error on an honest ticket or
-    barrier kernel) where the GPU swaps the bits. Swapped here as integers
-    of the same width, bit for bit."""
-    builder = interpreter.InterpreterBuilder
-    rmw = builder.create_atomic_rmw
-    widths = {4: interpreter.tl.int32, 8: interpreter.tl.int64}
-
-    def create_atomic_rmw(self, op, ptr, val, mask, sem, scope):
-        data = np.asarray(val.data)
-        if "XCHG" in str(op).upper() and data.dtype.kind == "f" and data.dtype.itemsize in widths:
-            bits = interpreter.TensorHandle(data.view(f"int{8 * data.dtype.itemsize}"), widths[data.dtype.itemsize])
-            old = rmw(self, op, ptr, bits, mask, sem, scope)
-            return interpreter.TensorHandle(np.asarray(old.data).view(data.dtype), val.dtype.scalar)
-        return rmw(self, op, ptr, val, mask, sem, scope)
-
-    builder.create_atomic_rmw = create_atomic_rmw
-
-
 _MATH: dict = {}  # tl.math's builtins behind tl.tensor's math methods, as Triton made them (math_methods())
 
 
@@ -379,26 +339,6 @@ def _grid_as_compiled(fn, grid, args: tuple, kwargs: dict) -> tuple:
     names = inspect.getfullargspec(fn.fn).args
     bound = inspect.getcallargs(fn.fn, *args, **{k: v for k, v in kwargs.items() if k in names})
     return tuple(grid(bound))
-
-
-def _int_to_pointer_untagged(interpreter) -> None:
-    """An address cast to a pointer in a kernel (LeetGPU's raw-pointer
-    starter: a.data_ptr() passed as an int, then .to(tl.pointer_type(...)))
-    is the tensor's address on a GPU. The CPU mode hands the file addresses
-    tagged (judge.worker.gates.ADDRESS_TAG, so that host code cannot use
-    them), and the interpreter's cast kept the tag: the kernel read outside
-    memory and the worker died. The tag is cleared where a kernel makes the
-    pointer; a kernel could reach any address by arithmetic already."""
-    from judge.worker.gates import ADDRESS_TAG
-    bitcast = interpreter.InterpreterBuilder.create_bitcast
-
-    def create_int_to_ptr(self, src, dst_type):
-        data = np.asarray(src.data)
-        if data.dtype.kind in "iu" and data.dtype.itemsize == 8:
-            src = interpreter.TensorHandle(data & data.dtype.type(~ADDRESS_TAG), src.dtype)
-        return bitcast(self, src, dst_type)
-
-    interpreter.InterpreterBuilder.create_int_to_ptr = create_int_to_ptr
 
 
 def _launch_failure(exc: BaseException) -> tuple[str, str]:

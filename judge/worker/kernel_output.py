@@ -57,3 +57,22 @@ def emit(data: bytes, write=os.write) -> None:
         write(KERNEL_OUTPUT, data)
     except OSError:
         pass
+
+
+def print_from_interpreter(builder) -> None:
+    """tl.device_print and print in a kernel: on a GPU, printf to the
+    process's standard output itself, where solve cannot read it back.
+    The interpreter printed through Python's print and numpy's formatting,
+    both of which the file can replace (sys.stdout swapped for a buffer,
+    a numpy formatter called with every value): a host round trip of the
+    data. Here the values are formatted by the worker's own code
+    (judge.worker.kernel_rewrites, which does the same for print()) and
+    written where a GPU's printf goes (judge.worker.kernel_output)."""
+    from judge.worker.kernel_rewrites import block_text
+
+    def create_print(self, prefix, hex, values, isSigned):
+        head = f"({self.grid_idx[0]}, {self.grid_idx[1]}, {self.grid_idx[2]})" + (f" {prefix}" if prefix else "")
+        for value in values:
+            emit(f"{head} {block_text(value.data, hex)}\n".encode())
+
+    builder.create_print = create_print
