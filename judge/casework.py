@@ -18,20 +18,12 @@ from .compare import Comparison, Expected, Trial, policy_for
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
 from .protocol import GUARD_BITS, INPUT_GUARD, NO_LAUNCH, OUTPUT_GUARD, POISON_BITS
 from .results import CaseResult
-from .verdicts import Verdict
+from .verdicts import NOT_JUDGED_ON_CPU, TOO_SLOW_ON_CPU, Verdict
 
 if TYPE_CHECKING:
     from .grader import GradeOptions
     from .slots import Slot
 
-# How a case the file's own launch made too slow for the interpreter is
-# reported: skipped. A large case (Challenge.large_for_cpu) is simply not
-# run, as one beyond the caps is; a small one leaves the file not judged
-# (never `accepted`: judge.grader), since the file chooses its grid and its
-# programs' work, and one that stalled every case but the example was
-# accepted on it alone (tests/fixtures/stalls_cases_it_cannot_do.py).
-TOO_SLOW_ON_CPU = "not run on CPU"
-NOT_JUDGED_ON_CPU = "not judged on CPU"
 LARGE_CASE_BYTES = 256 << 20  # a case moving more than this runs alone, after the others
 # A reply at least this large crosses by CUDA IPC on a GPU (mapping costs a
 # fraction of a millisecond; the socket moves ~1-2 GB/s).

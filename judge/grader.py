@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import cuda_early, cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_cache
-from .casework import NOT_JUDGED_ON_CPU, TOO_SLOW_ON_CPU, Run
+from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
 from .sandbox import give_to, new_user
@@ -32,7 +32,7 @@ from .results import CaseResult, GradeResult, Performance, Timing
 from .scoring import ScoringPolicy
 from .scoring import score as compute_score
 from .slots import Slot, Stopping, guess_device, load_request, run_cases, slot_count, spawn, stop_all, unrun
-from .verdicts import Verdict, overall
+from .verdicts import Verdict, submission_verdict, summary
 
 __all__ = ["GradeOptions", "GradeResult", "CaseResult", "Timing", "Performance", "grade", "prestart",
            "choose_device", "versions"]
@@ -214,14 +214,14 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
             if lock:
                 # None of its workers may run outside the lock: killed, or
                 # the one kept to time held paused (judge.gpu_pause.hold).
-                if options.time and _verdict(results) is Verdict.ACCEPTED and _hold(run, slots[0], alone):
+                if options.time and submission_verdict(results) is Verdict.ACCEPTED and _hold(run, slots[0], alone):
                     slots[0].worker, slots[0].loaded = None, False
                 stop_all(slots)
             else:
                 # The timing runs alone, in the first slot: the others are
                 # killed now, and gone before its timed calls start.
                 stopping = Stopping(run, slots[1:])
-        verdict = _verdict(results)
+        verdict = submission_verdict(results)
         if verdict is Verdict.ACCEPTED:
             if device != "cuda":
                 timing_note = "not timed: latency is measured on a GPU only (this run used the Triton interpreter)"
@@ -240,7 +240,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
                         timing, performance = _time(run, alone, results)
                     finally:
                         alone.stop()  # before the lock is released
-            verdict = _verdict(results)
+            verdict = submission_verdict(results)
     except Exception:  # noqa: BLE001 - a judge fault must still yield a result
         verdict = Verdict.INTERNAL_ERROR
         load_message = "the judge failed: " + traceback.format_exc(limit=6)[-3000:]
@@ -253,7 +253,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         shutil.rmtree(cache, ignore_errors=True)
         run.phases["teardown"] = round(time.monotonic() - clock, 3)
 
-    message = _summary(verdict, results, load_message)
+    message = summary(verdict, results, load_message)
     return GradeResult(
         verdict=verdict, message=message, challenge=challenge.name, submission=str(path),
         policy=run.policy.name, seed=run.seed, device=device, device_name=_device_name(device),
@@ -358,53 +358,6 @@ def _join_capped(parts: list[str], cap: int) -> str:
             part = part[:cut] + f"\n… [{len(part) - cut:,} more characters dropped]"
         kept.append(part)
     return "\n".join(kept)
-
-
-def _too_slow_on_cpu(result: CaseResult, small_only: bool = False) -> bool:
-    """Skipped because the file's own launch could not finish under the
-    interpreter (judge.worker.launch_watch), not by the judge's size check;
-    `small_only`: a case that is not large for the interpreter (judge.casework)."""
-    return result.status == "skipped" and (result.message.startswith(NOT_JUDGED_ON_CPU) or (
-        not small_only and result.message.startswith(TOO_SLOW_ON_CPU)))
-
-
-def _verdict(results: list[CaseResult]) -> Verdict:
-    """The first failing case decides (a file that did not load fails the first case).
-
-    Never `accepted` with a small case the file's own launch made too slow
-    for the interpreter: the file chooses its grid and its programs' work,
-    and one that stalled every case it could not do was accepted on the
-    rest (a GPU runs such a case, and finds it wrong). Nothing judged it:
-    not judged."""
-    ran = [Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")]
-    verdict = overall(ran) if ran else Verdict.INTERNAL_ERROR
-    if verdict is Verdict.ACCEPTED and any(_too_slow_on_cpu(r, small_only=True) for r in results):
-        return Verdict.INTERNAL_ERROR
-    return verdict
-
-
-def _summary(verdict: Verdict, results: list[CaseResult], load_message: str) -> str:
-    if load_message and verdict is not Verdict.ACCEPTED:
-        return load_message
-    if verdict is Verdict.ACCEPTED:
-        ran = sum(r.status == "accepted" for r in results)
-        skipped = sum(r.status == "skipped" for r in results)
-        extra = f", {skipped} skipped" if skipped else ""
-        return f"all {ran} cases run passed{extra}"
-    first = next((r for r in results if r.status == verdict.value), None)
-    if first is None:
-        slow = next((r for r in results if _too_slow_on_cpu(r, small_only=True)), None) \
-            or next((r for r in results if _too_slow_on_cpu(r)), None)
-        if verdict is Verdict.INTERNAL_ERROR and slow is not None:
-            # The interpreter's speed: neither the file's fault nor a verdict on it.
-            passed = sum(r.status == "accepted" for r in results)
-            if not passed:
-                return f"not judged: no case could run under Triton's interpreter (case {slow.name}: {slow.message})"
-            return (f"not judged on CPU: the {passed} cases that ran passed, but case {slow.name} ({slow.shape}) "
-                    f"could not finish under Triton's interpreter, so nothing judged it "
-                    f"({slow.message.split(': ', 1)[-1]})")
-        return verdict.describe
-    return f"case {first.name} ({first.shape}): {first.message}"
 
 
 def _device_name(device: str) -> str:

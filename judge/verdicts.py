@@ -82,3 +82,60 @@ def overall(case_verdicts: Iterable[Verdict | None]) -> Verdict:
         if verdict is not Verdict.ACCEPTED:
             return verdict
     return Verdict.ACCEPTED
+
+
+# How a case the file's own launch made too slow for the interpreter is
+# reported: skipped. A large case (Challenge.large_for_cpu) is simply not
+# run, as one beyond the caps is; a small one leaves the file not judged
+# (never `accepted`: submission_verdict), since the file chooses its grid
+# and its programs' work, and one that stalled every case but the example
+# was accepted on it alone (tests/fixtures/stalls_cases_it_cannot_do.py).
+TOO_SLOW_ON_CPU = "not run on CPU"
+NOT_JUDGED_ON_CPU = "not judged on CPU"
+
+
+def _too_slow_on_cpu(result, small_only: bool = False) -> bool:
+    """Skipped because the file's own launch could not finish under the
+    interpreter (judge.worker.launch_watch), not by the judge's size check;
+    `small_only`: a case that is not large for the interpreter (judge.casework)."""
+    return result.status == "skipped" and (result.message.startswith(NOT_JUDGED_ON_CPU) or (
+        not small_only and result.message.startswith(TOO_SLOW_ON_CPU)))
+
+
+def submission_verdict(results: list) -> Verdict:
+    """The first failing case decides (a file that did not load fails the first case).
+
+    Never `accepted` with a small case the file's own launch made too slow
+    for the interpreter: the file chooses its grid and its programs' work,
+    and one that stalled every case it could not do was accepted on the
+    rest (a GPU runs such a case, and finds it wrong). Nothing judged it:
+    not judged."""
+    ran = [Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")]
+    verdict = overall(ran) if ran else Verdict.INTERNAL_ERROR
+    if verdict is Verdict.ACCEPTED and any(_too_slow_on_cpu(r, small_only=True) for r in results):
+        return Verdict.INTERNAL_ERROR
+    return verdict
+
+
+def summary(verdict: Verdict, results: list, load_message: str) -> str:
+    if load_message and verdict is not Verdict.ACCEPTED:
+        return load_message
+    if verdict is Verdict.ACCEPTED:
+        ran = sum(r.status == "accepted" for r in results)
+        skipped = sum(r.status == "skipped" for r in results)
+        extra = f", {skipped} skipped" if skipped else ""
+        return f"all {ran} cases run passed{extra}"
+    first = next((r for r in results if r.status == verdict.value), None)
+    if first is None:
+        slow = next((r for r in results if _too_slow_on_cpu(r, small_only=True)), None) \
+            or next((r for r in results if _too_slow_on_cpu(r)), None)
+        if verdict is Verdict.INTERNAL_ERROR and slow is not None:
+            # The interpreter's speed: neither the file's fault nor a verdict on it.
+            passed = sum(r.status == "accepted" for r in results)
+            if not passed:
+                return f"not judged: no case could run under Triton's interpreter (case {slow.name}: {slow.message})"
+            return (f"not judged on CPU: the {passed} cases that ran passed, but case {slow.name} ({slow.shape}) "
+                    f"could not finish under Triton's interpreter, so nothing judged it "
+                    f"({slow.message.split(': ', 1)[-1]})")
+        return verdict.describe
+    return f"case {first.name} ({first.shape}): {first.message}"
