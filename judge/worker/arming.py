@@ -24,7 +24,7 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
                "judge.worker.launch_watch", "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu",
                "judge.worker.interpreter_state", "judge.worker.arithmetic", "judge.worker.builtin_names",
-               "judge.worker.gpu_builder", "judge.worker.kernel_output")
+               "judge.worker.gpu_builder", "judge.worker.kernel_output", "judge.worker.launch_gate")
 # What carries the worker's answers to the judge, below its own code: a file
 # that replaced them could rewrite the outputs on their way (the socket's
 # writer was replaced by one adding the inputs on the host: accepted).

@@ -176,6 +176,8 @@ def install(emulate_tf32: bool = True) -> None:
     from judge.worker import frontend
     frontend.install(capability=90 if emulate_tf32 else 75)
     _check_launches(interpreter)
+    from judge.worker.rules import gate_threads
+    gate_threads()
 
 
 def _check_launches(interpreter) -> None:
@@ -187,7 +189,7 @@ def _check_launches(interpreter) -> None:
     import threading
 
     from judge.worker import (audit, builtin_names, frontend, host_tensors, interpreter_state, kernel_rewrites,
-                              launch_watch, launches, libdevice_cpu, races, twins)
+                              launch_gate, launch_watch, launches, libdevice_cpu, races, twins)
     from judge.worker.compiled_stand_in import CompiledStandIn
     lock = threading.RLock()
 
@@ -195,7 +197,7 @@ def _check_launches(interpreter) -> None:
         # One launch at a time: the check swaps tl.tensor's methods for a
         # moment, and the interpreter itself patches triton.language for
         # the length of a launch.
-        with lock:
+        with lock, launch_gate.launching():
             interpreter_state.restore()
             host_tensors.check_launch(args, kwargs)
             if not warmup:

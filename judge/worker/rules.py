@@ -392,7 +392,18 @@ def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
 
 def _run_guarded(guard: Guard, run) -> None:
     with guard._make_mode():
+        if _GATED:  # CPU mode: no Python of the file's while another thread's kernel is interpreted
+            from judge.worker import launch_gate
+            launch_gate.gate_this_thread()
         run()
+
+
+_GATED = False  # set once by the CPU worker (gate_threads), before the module is sealed and the file imported
+
+
+def gate_threads() -> None:
+    global _GATED
+    _GATED = True
 
 
 def gate_codes() -> tuple[set, set]:
