@@ -30,7 +30,7 @@ with torch.cuda.stream(s), torch.cuda.device(0):
 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 a.record(); b.record(); b.synchronize()
 assert a.elapsed_time(b) >= 0
-assert not torch.cuda.is_available()
+assert torch.cuda.is_available()  # to the file's code, as on a GPU; torch's own code gets the real answer
 import triton
 assert triton.runtime.driver.active.get_active_torch_device() == torch.device('cuda', 0)
 props = torch.cuda.get_device_properties('cuda')

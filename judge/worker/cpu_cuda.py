@@ -25,8 +25,8 @@ is imported:
   is a stand-in that names the CPU as torch's device and describes the
   same GPU. The interpreter itself never asks the driver; the worker
   replaces the autotuner's benchmark on the CPU (judge.worker.interpret).
-  torch.cuda.is_available() still says False: a file that chooses its
-  device by it chooses the CPU.
+  torch.cuda.is_available() says True to the file's code, as a GPU would,
+  and False to torch's and Triton's own (which then take their CPU paths).
 
 Nothing here computes or decides a verdict: every operator still reaches
 the dispatcher, and the rules' guard, as it did. It runs in the untrusted
@@ -115,6 +115,25 @@ def _mode_class(submission: str | None):
             return result
 
     return CudaMeansCpu
+
+
+def _available_to_the_file(real):
+    """torch.cuda.is_available(): True to the file's code, as on a GPU (a
+    kernel defined under `if torch.cuda.is_available():` did not exist on
+    the CPU, and a device chosen by it was the host's); torch's and Triton's
+    own code keep the real answer, and their CPU paths."""
+    import os
+    import sys
+
+    import torch
+    import triton
+    own = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, triton))
+
+    def is_available() -> bool:
+        caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
+        return real() if caller.startswith(own) else True
+
+    return is_available
 
 
 class Stream:
@@ -282,6 +301,7 @@ def install(submission: str | None = None, tf32: bool = True) -> None:
         "init": lambda: None,
         "ipc_collect": lambda: None,
     }
+    answers["is_available"] = _available_to_the_file(cuda.is_available)
     for name, answer in answers.items():
         setattr(cuda, name, answer)
     # A default device of "cuda" is the CPU's (torch keeps it below every mode,

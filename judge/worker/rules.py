@@ -266,7 +266,8 @@ class Guard:
                     and _origin() == "submission"):
                 return
         if name == "_local_scalar_dense":
-            self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) in solve")
+            self.flag("rule: no host round trip of the data: .item() (aten._local_scalar_dense) in solve (no "
+                      "torch tensor is read on the host there: keep host constants in Python numbers or lists)")
         if name not in ALLOWED_OPS:
             self.flag(f"rule: no torch compute in solve: aten.{name} was called "
                       f"({func}); write the computation as a Triton kernel")
@@ -298,7 +299,9 @@ class Guard:
 
             def wrapper(tensor, *args, _method=method, _original=original, **kwargs):
                 if not guard.inside_triton():
-                    guard.flag(f"rule: no host round trip of the data: Tensor.{_method}() in solve")
+                    guard.flag(f"rule: no host round trip of the data: Tensor.{_method}() in solve (no torch "
+                               "tensor is read on the host there, a table of the file's own either: keep host "
+                               "constants in Python numbers or lists)")
                 return _original(tensor, *args, **kwargs)
 
             setattr(torch.Tensor, method, wrapper)
