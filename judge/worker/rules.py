@@ -353,6 +353,8 @@ class Guard:
         if own_mode:
             self._mode = self._make_mode()
         self._patch_host_methods()
+        from judge.worker import host_tensors
+        builders = host_tensors.patch_builders(self.inside_triton)
         self._patch_threads()
         if own_mode:
             self._mode.__enter__()
@@ -366,7 +368,7 @@ class Guard:
             self._check_on_top("when solve returned")
             if own_mode and _get_current_dispatch_mode() is self._mode:
                 self._mode.__exit__(None, None, None)
-            if not self._unpatch_host_methods() and self.violation is None:
+            if not (self._unpatch_host_methods() & host_tensors.unpatch_builders(builders)) and self.violation is None:
                 self.violation = "rule: solve tampered with the judge's operator guard (tensor methods replaced)"
             if self.violation is not None:
                 sys.audit("tritonjudge.violation", self.violation)
