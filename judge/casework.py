@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .grader import GradeOptions
     from .slots import Slot
 
+STALL_FACTOR = 10  # a small case the interpreter would need this many budgets for: stalled (Run.stalled)
 LARGE_CASE_BYTES = 256 << 20  # a case moving more than this runs alone, after the others
 # A reply at least this large crosses by CUDA IPC on a GPU (mapping costs a
 # fraction of a millisecond; the socket moves ~1-2 GB/s).
@@ -195,6 +196,16 @@ class Run:
                 also[policy.name] = ("accepted" if other.passed else "wrong_answer", other.message + why)
         return self.policy.compare(trials)
 
+    def stalled(self, case: Case, reply: dict) -> bool:
+        """A small case whose launch the interpreter would have needed far
+        longer than its budget for: the file's stall, not a kernel with small
+        blocks (such a kernel of LeetGPU's starter shape needed 21 s against
+        20 s for an 8192×1 transpose). Its file is not judged on CPU."""
+        budget = self.limits.interpreter_budget_s
+        estimate = reply.get("estimate_s")
+        estimate = float(estimate) if isinstance(estimate, (int, float)) else float("inf")
+        return not self.challenge.large_for_cpu(case) and estimate > STALL_FACTOR * budget
+
     def run_case(self, case: Case, kind: str, slot: "Slot") -> CaseResult:
         result = CaseResult(name=case.name, kind=kind, shape=self.challenge.shape_label(case),
                             dims=dict(case.dims), status="not_run")
@@ -239,7 +250,7 @@ class Run:
             if reply.get("status") == "interpreter_too_slow" and self.device == "cpu":
                 said = str(reply.get("message", ""))
                 said = said[len(TOO_SLOW_ON_CPU):].lstrip(" :") if said.startswith(TOO_SLOW_ON_CPU) else said
-                label = TOO_SLOW_ON_CPU if self.challenge.large_for_cpu(case) else NOT_JUDGED_ON_CPU
+                label = TOO_SLOW_ON_CPU if not self.stalled(case, reply) else NOT_JUDGED_ON_CPU
                 result.status, result.message = "skipped", f"{label}: {said}"[:4000]
             elif reply.get("status") != "ok":
                 result.status, result.message = status_of(reply), str(reply.get("message", ""))[:4000]

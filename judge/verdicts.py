@@ -85,11 +85,12 @@ def overall(case_verdicts: Iterable[Verdict | None]) -> Verdict:
 
 
 # How a case the file's own launch made too slow for the interpreter is
-# reported: skipped. A large case (Challenge.large_for_cpu) is simply not
-# run, as one beyond the caps is; a small one leaves the file not judged
-# (never `accepted`: submission_verdict), since the file chooses its grid
-# and its programs' work, and one that stalled every case but the example
-# was accepted on it alone (tests/fixtures/stalls_cases_it_cannot_do.py).
+# reported: skipped. A large case (Challenge.large_for_cpu), or one within
+# ten budgets of finishing, is simply not run, as one beyond the caps is; a
+# small one far beyond (judge.casework.Run.stalled) leaves the file not
+# judged (never `accepted`: submission_verdict), since the file chooses its
+# grid and its programs' work, and one that stalled every case but the
+# example was accepted on it alone (tests/fixtures/stalls_cases_it_cannot_do.py).
 TOO_SLOW_ON_CPU = "not run on CPU"
 NOT_JUDGED_ON_CPU = "not judged on CPU"
 

@@ -36,7 +36,7 @@ class GridRefused(RuntimeError):
 # The case's deadline and what the watch found are kept in the audit hook
 # (judge.worker.audit.memo): in this module's dict a file set them itself,
 # and had any case it liked reported as not run.
-DEADLINE, FOUND = ("interpreter deadline",), ("interpreter too slow",)
+DEADLINE, FOUND, ESTIMATE = ("interpreter deadline",), ("interpreter too slow",), ("interpreter estimate",)
 
 
 def set_budget(seconds: float) -> None:
@@ -45,12 +45,13 @@ def set_budget(seconds: float) -> None:
     audit.memo(FOUND, None)
 
 
-def too_slow() -> str | None:
-    """Why the last call was stopped, once (then forgotten)."""
+def too_slow() -> tuple[str, float] | None:
+    """Why the last call was stopped and the seconds its launch would have
+    needed, once (then forgotten)."""
     from judge.worker import audit
-    found = audit.memo(FOUND)
+    found, estimate = audit.memo(FOUND), audit.memo(ESTIMATE)
     audit.memo(FOUND, None)
-    return found
+    return (found, float(estimate or 0.0)) if found else None
 
 
 def watch(builder) -> None:
@@ -81,6 +82,7 @@ def watch(builder) -> None:
                     f"~{elapsed / done * _watch['total']:.0f} s for it; a GPU runs them in parallel. "
                     "Grade on a GPU, or use larger blocks (fewer programs) to check this case on CPU.")
                 audit.memo(FOUND, found)
+                audit.memo(ESTIMATE, elapsed / done * _watch["total"])
                 raise InterpreterTooSlow(found)
         _watch["done"] = done + 1
         return original_idx(self, x, y, z)
