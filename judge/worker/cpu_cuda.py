@@ -62,7 +62,7 @@ def _mode_class(submission: str | None):
     # A tensor built from a list of tensors reads each element on the host,
     # below torch's modes (a GPU syncs on every one): a copy, element by
     # element, that the rules never saw (a probe transposed and reversed arrays so).
-    builders = {torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor}
+    builders = {torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor, torch.Tensor.new}
     aliasing = {torch.as_tensor, torch.asarray}  # may share the memory of the host data they are given
     scalar_reads = {torch.Tensor.__float__, torch.Tensor.__int__, torch.Tensor.__index__, torch.Tensor.__bool__,
                     torch.Tensor.__complex__}
@@ -85,7 +85,7 @@ def _mode_class(submission: str | None):
             if func in scalar_reads and args and isinstance(args[0], torch.Tensor):
                 host_tensors.refuse_scalar_read(func.__name__.strip("_") + "()", args[0])
             if func in builders:
-                at = 1 if func is torch.Tensor.new_tensor else 0
+                at = 1 if func in (torch.Tensor.new_tensor, torch.Tensor.new) else 0
                 if len(args) > at:
                     args = args[:at] + (host_tensors.plain(args[at]),) + args[at + 1:]
                 for key in ("data", "obj"):

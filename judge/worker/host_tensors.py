@@ -168,8 +168,8 @@ def plain(data, depth: int = 0):
 
 
 def patch_builders(inside_triton) -> dict:
-    """torch.tensor, as_tensor, asarray and Tensor.new_tensor, while solve
-    runs, with refuse_reads_of's check in front. On a GPU torch builds such
+    """torch.tensor, as_tensor, asarray, Tensor.new_tensor and the legacy
+    Tensor.new, while solve runs, with refuse_reads_of's check in front. On a GPU torch builds such
     a tensor with its dispatch modes off, so the operator guard never sees
     the element-by-element reads of a list of device tensors (two probes'
     files passed every case but the largest on the H100). The CPU mode's
@@ -179,7 +179,7 @@ def patch_builders(inside_triton) -> dict:
     import torch
     originals = {}
     for owner, name, at in ((torch, "tensor", 0), (torch, "as_tensor", 0), (torch, "asarray", 0),
-                            (torch.Tensor, "new_tensor", 1)):
+                            (torch.Tensor, "new_tensor", 1), (torch.Tensor, "new", 1)):
         original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
         if original is None:
             continue
