@@ -84,15 +84,9 @@ def _mode_class(submission: str | None):
                 return gpu if owner is device else 0
             if func in scalar_reads and args and isinstance(args[0], torch.Tensor):
                 host_tensors.refuse_scalar_read(func.__name__.strip("_") + "()", args[0])
-            if func in builders:
+            if func in builders:  # however the file reached it (host_tensors.patch_builders: by torch's names)
                 at = 1 if func in (torch.Tensor.new_tensor, torch.Tensor.new) else 0
-                if len(args) > at:
-                    args = args[:at] + (host_tensors.plain(args[at]),) + args[at + 1:]
-                for key in ("data", "obj"):
-                    if key in kwargs:
-                        kwargs[key] = host_tensors.plain(kwargs[key])
-                host_tensors.refuse_reads_of(func.__name__, list(args[at:at + 1]) + [kwargs.get("data"),
-                                                                                     kwargs.get("obj")])
+                args, kwargs = host_tensors.checked_data(func.__name__, at, args, kwargs)
             given_args, given_kwargs = args, dict(kwargs)
             if _names_cuda(kwargs.get("device")):
                 kwargs["device"] = "cpu"

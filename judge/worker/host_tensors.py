@@ -167,6 +167,17 @@ def plain(data, depth: int = 0):
     return data
 
 
+def checked_data(name: str, at: int, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A tensor builder's arguments with its data (positional at `at`, or
+    `data=`/`obj=`) read once into lists (plain), refused if a tensor sits
+    inside (refuse_reads_of); what the builder is then given."""
+    if len(args) > at:
+        args = args[:at] + (plain(args[at]),) + args[at + 1:]
+    kwargs = {key: plain(value) if key in ("data", "obj") else value for key, value in kwargs.items()}
+    refuse_reads_of(name, list(args[at:at + 1]) + [kwargs.get("data"), kwargs.get("obj")])
+    return args, kwargs
+
+
 def patch_builders(inside_triton) -> dict:
     """torch.tensor, as_tensor, asarray, Tensor.new_tensor and the legacy
     Tensor.new, while solve runs, with refuse_reads_of's check in front. On a GPU torch builds such
@@ -187,12 +198,7 @@ def patch_builders(inside_triton) -> dict:
 
         def builder(*args, _original=original, _name=name, _at=at, **kwargs):
             if not inside_triton():
-                if len(args) > _at:
-                    args = args[:_at] + (plain(args[_at]),) + args[_at + 1:]
-                for key in ("data", "obj"):
-                    if key in kwargs:
-                        kwargs[key] = plain(kwargs[key])
-                refuse_reads_of(_name, list(args[_at:_at + 1]) + [kwargs.get("data"), kwargs.get("obj")])
+                args, kwargs = checked_data(_name, _at, args, kwargs)
             return _original(*args, **kwargs)
 
         setattr(owner, name, builder)
