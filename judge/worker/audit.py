@@ -41,6 +41,7 @@ is busy.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -135,6 +136,13 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         return (who == "triton" and asker is not None and asker.f_code.co_name in interpreter_copies
                 and asker.f_code.co_filename.endswith(interpreter_file))
 
+    scalar_probe: list = []  # is torch's Python dispatch key off in this thread? (taken as the gates install)
+
+    def builder_reading() -> bool:
+        """Torch reads a tensor's value as a number with its Python dispatch
+        key off: a builder reading the tensors inside its data (judge.worker.gates.SCALARS)."""
+        return bool(scalar_probe) and scalar_probe[0]()
+
     def through_gate(number: int, name: str, box: list) -> None:
         original, kind = kept[number]
         me = get_ident()
@@ -145,6 +153,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             allowed = (kind in ("overload", "address") or (kind == "submission" and not blame(caller))
                        or (kind == "host" and host_allowed(caller))
                        or (kind == "thread" and thread_allowed(caller))
+                       or (kind == "scalar" and not (builder_reading() and origin(caller) == "submission"))
                        or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in mode_stack)))
         finally:
             busy.discard(me)
@@ -157,6 +166,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         if not allowed:
             refuse("no threads but threading.Thread's in solve (which run under the rules)" if kind == "thread"
                    else f"no host round trip of the data ({name})" if kind == "host"
+                   else f"no host round trip of the data ({name} of a tensor in a tensor builder's data: "
+                        "use Python numbers)" if kind == "scalar"
                    else f"no signal handlers: one runs the file's code outside solve's rules ({name})"
                    if name.partition(".")[0] in ("signal", "_signal")
                    else f"no way around the operator guard ({name})")
@@ -276,6 +287,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     return
                 elif event == "tritonjudge.gate_keep" and (not sealed_closed[0] or (
                         args[1] == "call" and asker in own_requests and kept_for_overload(caller))):
+                    if args[1] == "scalar" and not scalar_probe:
+                        import torch  # loaded by now: the gates stand in for its methods
+                        scalar_probe.append(functools.partial(torch._C._dispatch_tls_is_dispatch_key_excluded,
+                                                              torch._C.DispatchKey.Python))
                     kept.append((args[0], args[1]))
                     list.append(box, len(kept) - 1)
                     return

@@ -74,6 +74,18 @@ HOST = (("torch._C", "TensorBase", "numpy"), ("torch._C", "TensorBase", "tolist"
         # a Python function run on every element on the host (a GPU tensor refuses)
         ("torch._C", "TensorBase", "apply_"), ("torch._C", "TensorBase", "map_"),
         ("torch._C", "TensorBase", "map2_"))
+# A tensor's value as a Python number. Torch's builders (torch.tensor, as_tensor,
+# new_tensor, the legacy torch.Tensor(list) and torch.FloatTensor(list), the
+# sparse constructors) read each tensor inside a list through these, with
+# torch's Python dispatch key switched off: the operator guard never sees the
+# read, on a GPU or in the CPU mode, however the builder was reached (a
+# reference to torch.tensor taken at import went past the guard's wrapper of
+# it). Refused to the submission's code while that key is off, on any device
+# (a tensor subclass's own __float__ that copied its element to the host
+# first read a host tensor); let through otherwise, where the guard sees
+# the read (judge.worker.audit).
+SCALARS = tuple(("torch._C", "TensorBase", name) for name in (
+    "__float__", "__int__", "__index__", "__bool__", "__complex__", "__long__", "__nonzero__", "item"))
 # Under the interpreter (CPU), a tensor's address is one of host memory: an
 # array built over it by hand (numpy's __array_interface__) reads and writes
 # the data with no method above. A GPU hands out device addresses the host
@@ -102,13 +114,13 @@ def install() -> list[tuple[object, str]]:
     replaced: list[tuple[object, str]] = []
     stand_ins: dict[int, object] = {}  # id of an original -> its stand-in
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # set by the judge for a CPU worker
-    for target in GATED + THREADS + HOST + (ADDRESSES if interpreted else ()) + (OVERLOADS,):
+    for target in GATED + THREADS + HOST + SCALARS + (ADDRESSES if interpreted else ()) + (OVERLOADS,):
         owner = _owner(target[:-1])
         original = getattr(owner, target[-1], None) if owner is not None else None
         if original is None or id(original) in stand_ins:
             continue
         kind = ("overload" if target == OVERLOADS else "submission" if target in SUBMISSION_ONLY
-                else "thread" if target in THREADS else "host" if target in HOST
+                else "thread" if target in THREADS else "host" if target in HOST else "scalar" if target in SCALARS
                 else "address" if target in ADDRESSES else "call")
         stand_in = _stand_in(_keep(original, kind), ".".join(target))
         try:
