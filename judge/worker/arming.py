@@ -18,7 +18,8 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.la
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals",
-                 "judge.worker.module_guard", "judge.worker.copy_extent")
+                 "judge.worker.module_guard", "judge.worker.copy_extent", "judge.worker.builder_data",
+                 "judge.worker.symbolic")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
@@ -117,7 +118,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS", "COPY_FORMS",
                                          "WRITES_NO_DATA", "ALLOCATION_OPS", "FILL_OPS", "VIEW_OPS", "COPY_OPS",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
-                                         "_start_guarded", "_run_guarded", "_device_of", "_origin", "_TENSOR", "_crossing")]
+                                         "_start_guarded", "_run_guarded", "_origin", "_TENSOR")]
     # What the guard reads to check its mode is in force.
     pairs += [(sys.modules["torch.utils._python_dispatch"], name)
               for name in ("_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at")]

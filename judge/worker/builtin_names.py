@@ -36,22 +36,58 @@ def with_semantic(builtin):
 
 
 @contextlib.contextmanager
-def during_launch(kernel_globals: dict):
+def during_launch(kernel_globals: dict, num_warps: int = 4):
     import triton.language as tl
     from triton.language import core
-    kept = [(name, value) for name, value in list(kernel_globals.items()) if core.is_builtin(value) and genuine(value)]
+    compiled_only = _compiled_only(num_warps)
+    specials = {id(value): name for name, _, value in _compiled_only_places() if core.is_builtin(value)}
+    kept = [(name, value) for name, value in list(kernel_globals.items())
+            if (core.is_builtin(value) and genuine(value)) or value is core.condition]
     shown = not any(value is tl or value is core for value in kernel_globals.values())
     for name, value in kept:
-        kernel_globals[name] = with_semantic(value)
+        special = "condition" if value is core.condition else specials.get(id(value))
+        kernel_globals[name] = compiled_only[special] if special else with_semantic(value)
     if shown:
         kernel_globals[LANGUAGE_NAME] = tl
+    modules = _compiled_only_places()
+    for name, module, _ in modules:
+        setattr(module, name, compiled_only[name])
     try:
         yield
     finally:
+        for name, module, value in modules:
+            setattr(module, name, value)
         for name, value in kept:
             kernel_globals[name] = value
         if shown:
             kernel_globals.pop(LANGUAGE_NAME, None)
+
+
+def _compiled_only(num_warps: int) -> dict:
+    """What the GPU's code generator answers itself, for one launch under the
+    interpreter, which has no answer of its own: `while tl.condition(c, ...)`
+    loops on c (the interpreter took the wrapper for always true, and an
+    honest reduction never ended), and tl.extra.cuda's num_warps() and
+    num_threads() read the launch's num_warps (the interpreter has no
+    compile options: a CUDA port's blockDim.x failed)."""
+    from triton.language import core
+    return {"condition": lambda arg, *rest, **options: arg,
+            "num_warps": lambda *args, **kwargs: core.constexpr(num_warps),
+            "num_threads": lambda *args, **kwargs: core.constexpr(num_warps * 32)}
+
+
+def _compiled_only_places() -> list:
+    """(name, module, value) for each of _compiled_only's names on
+    triton.language's modules."""
+    import triton.language as tl
+    from triton.language import core
+    try:
+        from triton.language.extra import cuda
+    except ImportError:
+        cuda = None
+    return [(name, module, getattr(module, name)) for module, name in (
+        (tl, "condition"), (core, "condition"), (cuda, "num_warps"), (cuda, "num_threads"))
+        if module is not None and hasattr(module, name)]
 
 
 # Triton's own builtins (by id, the objects kept alive beside), taken before

@@ -20,6 +20,7 @@ from __future__ import annotations
 from judge.protocol import INPUT_GUARD, OUTPUT_GUARD
 
 HANDED = ("handed",)  # the memo key: storage addresses of the buffers handed to solve
+HANDED_BYTES = ("handed", "bytes")  # the same buffers' guard bands, in bytes
 
 
 def all_whole(name: str, args, kwargs) -> bool:
@@ -97,9 +98,71 @@ def record_handed(buffers, band: int, _address=_C._storage_address) -> None:
     of `band` elements) to what counts as handed."""
     from judge.worker import audit
     audit.memo(HANDED, tuple({**_handed(), **{_address(b): band for b in buffers}}.items()))
+    audit.memo(HANDED_BYTES, tuple({**dict(_memo(HANDED_BYTES)),
+                                    **{_address(b): band * _C.TensorBase.element_size(b) for b in buffers}}.items()))
 
 
 def forget_handed() -> None:
     """A new request: the buffers of earlier ones are handed no more."""
     from judge.worker import audit
     audit.memo(HANDED, ())
+    audit.memo(HANDED_BYTES, ())
+
+
+def writes_into_band(func, args, kwargs, _address=_C._storage_address, _offset=_C.TensorBase.storage_offset,
+                     _size=_C.TensorBase.size, _stride=_C.TensorBase.stride, _item=_C.TensorBase.element_size,
+                     _storage=_C.TensorBase.untyped_storage, _nbytes=_C.StorageBase.nbytes) -> bool:
+    """Does this operator write into a guard band of a buffer handed to solve?
+    (A file reached its output's buffer through ._base and wrote the band's
+    public pattern back over its kernel's stray stores, with fill_: the
+    judge's check of the bands found nothing.) The tensors the operator's
+    schema marks as written: the bytes each one's elements span, by its
+    offset, sizes and strides, against the buffer's bands."""
+    schema = getattr(func, "_schema", None)
+    if schema is None or not getattr(schema, "is_mutable", False):
+        return False
+    bands = None
+    for index, argument in enumerate(schema.arguments):
+        alias = argument.alias_info
+        if alias is None or not alias.is_write:
+            continue
+        target = args[index] if index < len(args) else kwargs.get(argument.name)
+        for tensor in target if isinstance(target, (list, tuple)) else (target,):
+            if not isinstance(tensor, torch.Tensor) or 0 in tuple(_size(tensor)):
+                continue
+            bands = dict(_memo(HANDED_BYTES)) if bands is None else bands
+            band = bands.get(_address(tensor))
+            if band is None:
+                continue
+            steps = [(n - 1) * s for n, s in zip(_size(tensor), _stride(tensor))]
+            item = _item(tensor)
+            low = (_offset(tensor) + sum(step for step in steps if step < 0)) * item
+            high = (_offset(tensor) + sum(step for step in steps if step > 0)) * item + item
+            if low < band or high > _nbytes(_storage(tensor)) - band:
+                return True
+    return False
+
+
+def _memo(key):
+    from judge.worker import audit
+    return audit.memo(key) or ()
+
+
+def crossing(name: str, args, kwargs) -> tuple | None:
+    """(source, destination) devices of a copy off a device (to the host, or
+    to another GPU), else None. A host tensor copied to the device carries
+    nothing of the data, which never reaches the host (a scratch made with
+    torch.zeros(n).to(x.device) is an honest habit, and LeetGPU's rules
+    allow it; a kernel's arguments carry host values to the device anyway).
+    For copy_ and _to_copy (judge.worker.rules.TRANSFER_OPS)."""
+    src = _device_of(args[1]) if name == "copy_" and len(args) > 1 else _device_of(args[0]) if args else None
+    dst = _device_of(args[0]) if name == "copy_" else kwargs.get("device") or src
+    if src is not None and dst is not None and str(src) != str(dst) and str(src) != "cpu":
+        return src, dst
+    return None
+
+
+def _device_of(x):
+    if isinstance(x, torch.Tensor):
+        return torch._C.TensorBase.device.__get__(x)  # not a subclass's own `device`, which is its code
+    return getattr(x, "device", None) if isinstance(x, (torch.device, str)) else None

@@ -62,8 +62,8 @@ def _mode_class(submission: str | None):
     # A tensor built from a list of tensors reads each element on the host,
     # below torch's modes (a GPU syncs on every one): a copy, element by
     # element, that the rules never saw (a probe transposed and reversed arrays so).
-    builders = {torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor, torch.Tensor.new}
-    aliasing = {torch.as_tensor, torch.asarray}  # may share the memory of the host data they are given
+    builders = _with_stand_ins({torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor, torch.Tensor.new})
+    aliasing = _with_stand_ins({torch.as_tensor, torch.asarray})  # may share the memory of the host data they are given
     scalar_reads = {torch.Tensor.__float__, torch.Tensor.__int__, torch.Tensor.__index__, torch.Tensor.__bool__,
                     torch.Tensor.__complex__}
     gpu = torch.device("cuda", 0)
@@ -85,7 +85,7 @@ def _mode_class(submission: str | None):
             if func in scalar_reads and args and isinstance(args[0], torch.Tensor):
                 host_tensors.refuse_scalar_read(func.__name__.strip("_") + "()", args[0])
             if func in builders:  # however the file reached it (host_tensors.patch_builders: by torch's names)
-                at = 1 if func in (torch.Tensor.new_tensor, torch.Tensor.new) else 0
+                at = 1 if func.__name__ in ("new_tensor", "new") else 0
                 args, kwargs = host_tensors.checked_data(func.__name__, at, args, kwargs)
             given_args, given_kwargs = args, dict(kwargs)
             if _names_cuda(kwargs.get("device")):
@@ -111,6 +111,15 @@ def _mode_class(submission: str | None):
     return CudaMeansCpu
 
 
+class _with_stand_ins(frozenset):
+    """Torch's builders, and the gates' stand-ins for them (judge.worker.gates.BUILDERS:
+    installed after this mode is made, and what torch then hands the mode as `func`)."""
+
+    def __contains__(self, func) -> bool:
+        return frozenset.__contains__(self, func) or (
+            getattr(func, "__gate__", False) and getattr(func, "__name__", None) in {f.__name__ for f in self})
+
+
 def _available_to_the_file(real):
     """torch.cuda.is_available(): True to the file's code, as on a GPU (a
     kernel defined under `if torch.cuda.is_available():` did not exist on
@@ -128,6 +137,48 @@ def _available_to_the_file(real):
         return real() if caller.startswith(own) else True
 
     return is_available
+
+
+class Graph:
+    """torch.cuda.CUDAGraph: its capture is refused to the file's code on a
+    GPU (judge.worker.gates: work recorded once and replayed unseen), and
+    so here (a capture in solve gave runtime_error, torch's dummy class)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def capture_begin(self, *args, **kwargs):
+        from judge.worker import audit
+        from judge.worker.rules import RuleViolation
+        message = "rule: no CUDA graph captured by the file (torch.cuda.CUDAGraph.capture_begin)"
+        audit.report(message)
+        raise RuleViolation(message)
+
+    def capture_end(self):
+        pass
+
+    def replay(self):
+        pass
+
+    def reset(self):
+        pass
+
+    def pool(self):
+        return (0, 0)
+
+
+class _Capture:
+    """torch.cuda.graph(g): a capture into g, as torch's context starts one."""
+
+    def __init__(self, cuda_graph):
+        self.cuda_graph = cuda_graph
+
+    def __enter__(self):
+        self.cuda_graph.capture_begin()
+
+    def __exit__(self, *exc):
+        self.cuda_graph.capture_end()
+        return False
 
 
 class Stream:
@@ -294,6 +345,8 @@ def install(submission: str | None = None, tf32: bool = True) -> None:
         "reset_max_memory_allocated": lambda device=None: None,
         "init": lambda: None,
         "ipc_collect": lambda: None,
+        "CUDAGraph": Graph,
+        "graph": lambda cuda_graph, *args, **kwargs: _Capture(cuda_graph),
     }
     answers["is_available"] = _available_to_the_file(cuda.is_available)
     for name, answer in answers.items():

@@ -86,6 +86,13 @@ HOST = (("torch._C", "TensorBase", "numpy"), ("torch._C", "TensorBase", "tolist"
 # the read (judge.worker.audit).
 SCALARS = tuple(("torch._C", "TensorBase", name) for name in (
     "__float__", "__int__", "__index__", "__bool__", "__complex__", "__long__", "__nonzero__", "item"))
+# Torch's tensor builders, each given only plain data (judge.worker.builder_data,
+# called by the stand-in before the builder): (owner, name, leading arguments that are not data).
+BUILDERS = tuple(("torch._C", "_VariableFunctionsClass", name, 0) for name in (
+    "tensor", "as_tensor", "asarray", "sparse_coo_tensor", "sparse_compressed_tensor", "sparse_csr_tensor",
+    "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor")) + (
+    ("torch._C._nested", "nested_tensor", 0), ("torch._C", "TensorBase", "new_tensor", 1),
+    ("torch._C", "TensorBase", "new", 1), ("torch._C", "TensorBase", "__new__", 1))
 # Under the interpreter (CPU), a tensor's address is one of host memory: an
 # array built over it by hand (numpy's __array_interface__) reads and writes
 # the data with no method above. A GPU hands out device addresses the host
@@ -129,15 +136,47 @@ def install() -> list[tuple[object, str]]:
             _set_on_c_type(owner, target[-1], stand_in)
         replaced.append((owner, target[-1]))
         stand_ins[id(original)] = stand_in
+    replaced += _gate_builders(stand_ins)
     replaced += _replace_references(stand_ins)
     _gate_existing_overloads()
     _installed.append(True)
     return replaced
 
 
+def _gate_builders(stand_ins: dict[int, object]) -> list[tuple[object, str]]:
+    """Each of BUILDERS behind a stand-in that checks its data first. The
+    legacy torch.Tensor(list) reaches TensorBase.__new__ through
+    torch.Tensor's own slot, which follows its dictionary: set there too."""
+    import torch
+    replaced = []
+    for *path, name, skip in BUILDERS:
+        owner = _owner(tuple(path))
+        original = getattr(owner, name, None) if owner is not None else None
+        if original is None or id(original) in stand_ins:
+            continue
+        stand_in = _checked_stand_in(_keep(original, "builder"), ".".join(path + [name]), skip)
+        static = isinstance(owner, type) and isinstance(vars(owner).get(name), staticmethod) or name == "__new__"
+        value = staticmethod(stand_in) if static else stand_in
+        try:
+            setattr(owner, name, value)
+        except TypeError:  # a C class refuses setattr
+            _set_on_c_type(owner, name, value, stand_in)
+        replaced.append((owner, name))
+        stand_ins[id(original)] = stand_in
+        if name == "__new__":
+            torch.Tensor.__new__ = value
+            replaced.append((torch.Tensor, name))
+    from judge.worker.builder_data import refuse_own_conversions
+    # (Bound anew on each access, so not sealable by identity: a file that
+    # replaces it has its later subclasses checked by the builders only.)
+    torch.Tensor.__init_subclass__ = classmethod(refuse_own_conversions)
+    return replaced
+
+
 def stand_in_codes() -> set:
-    """The code of every stand-in (one function, many closures)."""
-    return {_stand_in(-1, "sample").__code__}
+    """The code of every stand-in (one function, many closures, and the
+    builders' own)."""
+    return {_stand_in(-1, "sample").__code__, _checked_stand_in(-1, "sample", 0).__code__}
 
 
 def gate_overload_result(result):
@@ -164,7 +203,7 @@ def _owner(path: tuple):
     return None
 
 
-def _set_on_c_type(cls: type, name: str, value) -> None:
+def _set_on_c_type(cls: type, name: str, value, seen=None) -> None:
     """Replace `name` in a C class's own dictionary (setattr refuses): the
     dictionary as the collector sees it behind the class's read-only view,
     then the attribute caches of the class and its subclasses reset, as
@@ -174,7 +213,7 @@ def _set_on_c_type(cls: type, name: str, value) -> None:
     namespace = next(r for r in gc.get_referents(cls.__dict__) if isinstance(r, dict))
     namespace[name] = value
     ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
-    if getattr(cls, name) is not value:
+    if getattr(cls, name) is not (value if seen is None else seen):
         raise RuntimeError(f"{cls.__name__}.{name} could not be gated")
 
 
@@ -210,6 +249,24 @@ def _stand_in(number: int, name: str):
         elif post == POST_OVERLOAD:
             result = gate_overload_result(result)
         return result
+
+    gated.__name__ = gated.__qualname__ = name.rpartition(".")[2]
+    gated.__gate__ = True
+    return gated
+
+
+def _checked_stand_in(number: int, name: str, skip: int):
+    """A builder's stand-in: its data checked (judge.worker.builder_data)
+    before the audit hook hands over the builder."""
+    audit = sys.audit
+    from judge.worker.builder_data import checked
+
+    def gated(*args, **kwargs):
+        args, kwargs = checked(name.rpartition(".")[2], args, kwargs, skip)
+        box: list = []
+        audit("tritonjudge.gated", number, name, box)
+        box.pop()
+        return box.pop()(*args, **kwargs)
 
     gated.__name__ = gated.__qualname__ = name.rpartition(".")[2]
     gated.__gate__ = True

@@ -223,8 +223,8 @@ def _check_launches(interpreter) -> None:
             audit.memo(("decisions",), decisions)  # the ways each if may go (kernel_rewrites.branch)
             try:
                 # After the check, which must see libdevice's stubs, the names as bound and tl.tensor's own methods.
-                with libdevice_cpu.during_launch(fn.__globals__), builtin_names.during_launch(fn.__globals__), \
-                        _math_methods():
+                with libdevice_cpu.during_launch(fn.__globals__), _math_methods(), \
+                        builtin_names.during_launch(fn.__globals__, kwargs.get("num_warps") or 4):
                     return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
             except BaseException as exc:
                 # A kernel that fails while it runs fails for good on a GPU (the
@@ -350,7 +350,16 @@ def _launch_failure(exc: BaseException) -> tuple[str, str]:
         return "wrong_answer", str(exc)
     if isinstance(exc, DeviceAssertFailed):
         return "runtime_error", str(exc)
-    return "runtime_error", f"the kernel failed while it ran: {type(exc).__name__}: {exc}"[:2000]
+    said = f"{type(exc).__name__}: {exc}"
+    if any(limit in said for limit in INTERPRETER_LIMITS):
+        # What the GPU compiles and the interpreter has no code for
+        # (inline assembly, tl.map_elementwise): the file is not judged on
+        # CPU (judge.casework), rather than blamed for the interpreter.
+        return "interpreter_too_slow", f"Triton's interpreter cannot run this kernel ({said})"[:2000]
+    return "runtime_error", f"the kernel failed while it ran: {said}"[:2000]
+
+
+INTERPRETER_LIMITS = ("not supported in interpreter mode", "'InterpreterBuilder' object has no attribute")
 
 
 class DeviceAssertFailed(BaseException):

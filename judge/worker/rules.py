@@ -7,28 +7,22 @@
   as compute operators (mm, bmm, addmm, ...) however they are spelled.
 * No host round trip of the data: .cpu(), .numpy(), .tolist(), .item() and
   copies between devices.
-Triton's own machinery may move data (its interpreter copies tensors
-between host and device) but never compute: an operator dispatched from
-inside a Triton launch is allowed the copies and allocations Triton makes,
-never a compute operator. What counts as "inside a launch" is read from the
-call stack, not from a flag: the nearest frame that is either the judge's
-wrapper around Triton's launch or the submission's own code decides. A hook
-the submission hands to Triton (a Config's pre_hook or post_hook, the
-autotuner's hooks, the runtime's launch hooks) runs as submission code, so
-it is under the full rules.
+* No writes into the memory around a tensor solve is given, no symbolic
+  numbers (whose code torch runs inside an operator, past the guard).
+Triton's own machinery may move data (its interpreter copies tensors) but
+never compute: inside a Triton launch, as the call stack tells (the nearest
+frame of the judge's launch wrapper or of the submission), only the copies
+and allocations Triton makes. A hook the file hands to Triton runs as the
+file's code, under the full rules. Once the file is imported the mode stays
+in force (watch()): outside solve an operator is the file's when the audit
+hook finds the file's code asking for it (a finalizer, a patched function).
 
-Once the file is imported the mode stays in force (watch()): outside solve
-an operator is the file's when the audit hook finds the file's code, or code
-of no known file, asking for it (a finalizer, a torch function it patched
-that the worker calls), and the same rules apply.
-
-This runs in the untrusted process. The guard follows threads started during
-solve; torch's ways to pop its mode or go past it are gated by the audit
-hook (judge.worker.gates), and it notices its mode out of place or its
-patches undone; it has no switch to flip, and its code, its constants and
-the judge's wrappers are sealed by the audit hook (judge.worker.audit),
-which also reports every violation to the judge itself. Correctness never
-depends on it: the judge checks every output.
+This runs in the untrusted process. The guard follows threads started in
+solve; torch's ways past its mode are gated by the audit hook
+(judge.worker.gates); it notices its mode out of place or its patches
+undone; its code, constants and the judge's wrappers are sealed
+(judge.worker.audit), which also reports every violation to the judge.
+Correctness never depends on it: the judge checks every output.
 """
 
 from __future__ import annotations
@@ -38,6 +32,7 @@ import os
 import sys
 
 from judge.worker import copy_extent
+from judge.worker.symbolic import symbolic_in
 
 # The operators solve may call, by kind: none computes on the data.
 ALLOCATION_OPS = frozenset({
@@ -109,28 +104,6 @@ class RuleViolation(Exception):
 
 
 _TENSOR: list = [None]  # torch.Tensor, once the guard makes its mode
-
-
-def _crossing(name: str, args, kwargs) -> tuple | None:
-    """(source, destination) devices of a copy off a device (to the host, or
-    to another GPU), else None. A host tensor copied to the device carries
-    nothing of the data, which never reaches the host (a scratch made with
-    torch.zeros(n).to(x.device) is an honest habit, and LeetGPU's rules
-    allow it; a kernel's arguments carry host values to the device anyway)."""
-    if name not in TRANSFER_OPS:
-        return None
-    src = _device_of(args[1]) if name == "copy_" and len(args) > 1 else _device_of(args[0]) if args else None
-    dst = _device_of(args[0]) if name == "copy_" else kwargs.get("device") or src
-    if src is not None and dst is not None and str(src) != str(dst) and str(src) != "cpu":
-        return src, dst
-    return None
-
-
-def _device_of(x):
-    import torch
-    if isinstance(x, torch.Tensor):
-        return torch._C.TensorBase.device.__get__(x)  # not a subclass's own `device`, which is its code
-    return getattr(x, "device", None) if isinstance(x, (torch.device, str)) else None
 
 
 class Guard:
@@ -216,6 +189,10 @@ class Guard:
                     # after this check, with this mode set aside.
                     guard.flag(f"rule: no torch compute in solve: a tensor subclass with its own "
                                f"__torch_dispatch__ ({', '.join(t.__name__ for t in subclasses)}) reached {func}")
+                symbolic = symbolic_in(args, kwargs)
+                if symbolic:
+                    guard.flag(f"rule: no symbolic numbers in solve: a {symbolic} reached {func} (its node's "
+                               "code runs inside the operator, past the guard)")
                 if guard._watching and not guard._in_solve:
                     # Outside solve (the worker's own work, or the file's
                     # code run by it): whose code asks, told by the audit
@@ -271,11 +248,14 @@ class Guard:
         if name not in ALLOWED_OPS:
             self.flag(f"rule: no torch compute in solve: aten.{name} was called "
                       f"({func}); write the computation as a Triton kernel")
+        if copy_extent.writes_into_band(func, args, kwargs):
+            self.flag(f"rule: no writes outside the tensors solve is given: aten.{name} ({func}) wrote into the "
+                      "memory around one (its guard band)")
         if self._copies(name, func, args, kwargs):
             what = "no torch copies" if self._refused else "torch copies of whole tensors only (a scratch clone)"
             self.flag(f"rule: {what} in solve in this challenge ({self._refused_why}): aten.{name} "
                       f"was called ({func}); write it as a Triton kernel")
-        crossing = _crossing(name, args, kwargs)
+        crossing = copy_extent.crossing(name, args, kwargs) if name in TRANSFER_OPS else None
         if crossing:
             self.flag(f"rule: no host round trip of the data: a copy from {crossing[0]} to {crossing[1]} in solve")
 
@@ -286,7 +266,8 @@ class Guard:
         own refusals bind solve and the threads it starts: outside solve the
         worker's own copies, the timer's among them, stay cheap.)"""
         name = func.overloadpacket.__name__
-        return name in ALLOWED_OPS and not _crossing(name, args, kwargs)
+        return name in ALLOWED_OPS and not (name in TRANSFER_OPS and copy_extent.crossing(name, args, kwargs)) \
+            and not copy_extent.writes_into_band(func, args, kwargs)
 
     # --- Python-level methods (CPU tensors reach the host without dispatch) ---
 

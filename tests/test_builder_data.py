@@ -1,0 +1,93 @@
+"""What torch's tensor builders may be handed in the worker (judge.worker.builder_data),
+and the symbolic numbers the operator guard refuses (judge.worker.symbolic): unit checks,
+no worker. The verdicts of the files behind them are in tests/fixtures (builder_*.py,
+symbolic_size_runs_torch.py, tensor_subclass_own_index.py)."""
+import numpy as np
+import pytest
+import torch
+
+from judge.worker import builder_data
+from judge.worker.rules import RuleViolation
+from judge.worker.symbolic import symbolic_in
+
+
+class Deferred:
+    def __float__(self):
+        return 1.0
+
+
+class Count(int):
+    pass
+
+
+class Rows:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        if index >= 2:
+            raise IndexError(index)
+        return [float(index), 2.0]
+
+
+@pytest.mark.parametrize("data", [
+    [1.0, 2, True], (1, 2), [[1.0], [2.0]], np.arange(4.0), np.float32(2.0), 7,
+    [np.int64(3), np.float16(1.0)], torch.zeros(3), [torch.zeros(()), torch.ones(())], torch.Size([2, 3]),
+])
+def test_plain_data_passes_as_it_was(data):
+    args, kwargs = builder_data.checked("tensor", (data,), {"dtype": torch.float32, "device": "cpu"})
+    assert kwargs == {"dtype": torch.float32, "device": "cpu"}
+    assert torch.equal(torch.as_tensor(args[0], dtype=torch.float64), torch.as_tensor(data, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("data", [[Deferred()], [[1.0, Deferred()]], np.array([Deferred()], dtype=object)])
+def test_an_object_whose_own_conversion_torch_would_call_is_refused(data):
+    with pytest.raises(RuleViolation, match="inside a tensor builder"):
+        builder_data.checked("tensor", (data,), {})
+
+
+def test_a_number_subclass_passes_only_with_pythons_own_conversions():
+    import enum
+
+    class Mode(enum.IntEnum):
+        FAST = 2
+
+    builder_data.checked("tensor", ([Mode.FAST, 1],), {})
+    Count.__float__ = lambda self: 0.0
+    try:
+        with pytest.raises(RuleViolation):
+            builder_data.checked("tensor", ([Count(3)],), {})
+    finally:
+        del Count.__float__
+
+
+def test_a_sequence_of_the_files_is_read_into_a_list_first():
+    args, _ = builder_data.checked("tensor", (Rows(),), {})
+    assert args[0] == [[0.0, 2.0], [1.0, 2.0]]
+
+
+def test_a_tensor_subclass_with_its_own_conversion_is_refused_inside_a_list():
+    own = type("Own", (torch.Tensor,), {})
+    own.__float__ = lambda self: 0.0  # set after the class was made: the builder's check finds it
+    for data in ([torch.zeros(()).as_subclass(own)], torch.zeros(()).as_subclass(own)):
+        with pytest.raises(RuleViolation):
+            builder_data.checked("tensor", (data,), {})
+    builder_data.checked("tensor", ([3j, 1.0],), {})
+
+
+def test_leading_arguments_that_are_not_data_are_left_alone():
+    tensor = torch.zeros(2)
+    args, _ = builder_data.checked("new_tensor", (tensor, [1.0, 2.0]), {}, skip=1)
+    assert args[0] is tensor and args[1] == [1.0, 2.0]
+
+
+def test_symbolic_numbers_are_found_among_arguments_and_in_their_lists():
+    class Node:
+        def is_int(self):
+            return True
+
+    number = torch.SymInt(Node())
+    assert symbolic_in((1, number), {}) == "SymInt"
+    assert symbolic_in(([1, number],), {}) == "SymInt"
+    assert symbolic_in((), {"end": number}) == "SymInt"
+    assert symbolic_in((1, [2, 3], torch.zeros(1)), {"dim": 0}) is None
