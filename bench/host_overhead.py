@@ -59,7 +59,7 @@ def main() -> int:
     from judge import cases as case_data
     from judge import challenge as challenges
     from judge import timing
-    from judge.worker import server
+    from judge.worker import launches
     from judge.worker import rules
     from judge.worker.rules import Guard
 
@@ -97,7 +97,7 @@ def main() -> int:
     def one_step(name: str, around) -> None:
         for r in range(ns.repeat):
             whole, inner = host_us(calls[0], around)
-            timed = timing.measure(calls, outputs=outs, around_call=around, streams=server._take_streams,
+            timed = timing.measure(calls, outputs=outs, around_call=around, streams=launches.take_streams,
                                    fence=rules.fence, min_reps=50, max_reps=500, budget_s=3.0)
             rows.append({"step": name, "repeat": r, "host_us_armed": round(whole, 1), "host_us_call": round(inner, 1),
                          "median_ms": timed["median_ms"], "min_ms": timed["min_ms"], "reps": timed["reps"]})
@@ -112,10 +112,10 @@ def main() -> int:
                      "median_ms": triton.testing.do_bench(calls[0], warmup=100, rep=500, return_mode="median")})
         print(json.dumps(rows[-1]), flush=True)
     step("bare", contextlib.nullcontext)
-    trusted, sealed = server._hook_triton(cuda=True)
+    trusted, sealed = launches.hook_triton(cuda=True)
     step("launch hooks", contextlib.nullcontext)
     guard = Guard(submission=path, trusted=trusted)
-    guard.bind(module.__dict__, server.__dict__)
+    guard.bind(module.__dict__, launches.__dict__)
     step("rules armed", guard.armed)
     from judge.worker import arming
     arming.arm(path, guard, trusted, sealed, 2)

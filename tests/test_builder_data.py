@@ -1,5 +1,5 @@
 """What torch's tensor builders may be handed in the worker (judge.worker.builder_data),
-and the symbolic numbers the operator guard refuses (judge.worker.symbolic): unit checks,
+and the arguments the operator guard refuses (judge.worker.argument_types): unit checks,
 no worker. The verdicts of the files behind them are in tests/fixtures (builder_*.py,
 symbolic_size_runs_torch.py, tensor_subclass_own_index.py)."""
 import numpy as np
@@ -8,7 +8,7 @@ import torch
 
 from judge.worker import builder_data
 from judge.worker.rules import RuleViolation
-from judge.worker.symbolic import symbolic_in
+from judge.worker.argument_types import record_tensor_types, refused_in
 
 
 class Deferred:
@@ -52,7 +52,10 @@ def test_a_number_subclass_passes_only_with_pythons_own_conversions():
     class Mode(enum.IntEnum):
         FAST = 2
 
-    builder_data.checked("tensor", ([Mode.FAST, 1],), {})
+    class Flags(enum.IntFlag):
+        LEAKY = 1
+
+    builder_data.checked("tensor", ([Mode.FAST, Flags.LEAKY, 1],), {})
     Count.__float__ = lambda self: 0.0
     try:
         with pytest.raises(RuleViolation):
@@ -81,13 +84,18 @@ def test_leading_arguments_that_are_not_data_are_left_alone():
     assert args[0] is tensor and args[1] == [1.0, 2.0]
 
 
-def test_symbolic_numbers_are_found_among_arguments_and_in_their_lists():
+def test_symbolic_numbers_and_new_tensor_subclasses_are_found_among_arguments():
     class Node:
         def is_int(self):
             return True
 
+    record_tensor_types()
     number = torch.SymInt(Node())
-    assert symbolic_in((1, number), {}) == "SymInt"
-    assert symbolic_in(([1, number],), {}) == "SymInt"
-    assert symbolic_in((), {"end": number}) == "SymInt"
-    assert symbolic_in((1, [2, 3], torch.zeros(1)), {"dim": 0}) is None
+    assert "SymInt" in refused_in((1, number), {})
+    assert "SymInt" in refused_in(([1, number],), {})
+    assert "SymInt" in refused_in((), {"end": number})
+    assert refused_in((1, [2, 3], torch.zeros(1), torch.nn.Parameter(torch.zeros(1))), {"dim": 0}) is None
+    plain = type("Plain", (torch.Tensor,), {"scale": lambda self: 2.0})
+    assert refused_in((torch.zeros(1).as_subclass(plain),), {}) is None
+    plain.__torch_function__ = classmethod(lambda cls, func, types, args=(), kwargs=None: func(*args, **(kwargs or {})))
+    assert "__torch_function__" in refused_in((torch.zeros(1).as_subclass(plain),), {})

@@ -19,7 +19,7 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.la
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals",
                  "judge.worker.module_guard", "judge.worker.copy_extent", "judge.worker.builder_data",
-                 "judge.worker.symbolic")
+                 "judge.worker.argument_types", "judge.worker.frozen_class")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
@@ -114,6 +114,8 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     audit.gate_codes(*rules.gate_codes(), gates.stand_in_codes(), os.path.dirname(torch.__file__) + os.sep,
                      _module_files(JUDGE_MODULES), _module_files(GUARD_MODULES), {generation.run_generator.__code__})
     pairs = list(sealed) + gates.install()
+    from judge.worker import frozen_class
+    frozen_class.freeze(rules.Guard)  # its methods: no swap for a moment either (the seal sees only what stays)
     pairs += [(rules.Guard, name) for name, value in vars(rules.Guard).items() if callable(value)]
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS", "COPY_FORMS",
                                          "WRITES_NO_DATA", "ALLOCATION_OPS", "FILL_OPS", "VIEW_OPS", "COPY_OPS",

@@ -50,7 +50,7 @@ def library_roots(submission: str) -> tuple[str, ...]:
 
 
 def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: Known):
-    """(blame, innermost_is_submission, gate_allows, thread_allowed, origin),
+    """(blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission),
     each taking the innermost frame to read from."""
     import weakref
     # Library code that calls back what someone handed it, at a moment of its
@@ -219,7 +219,11 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             frame = frame.f_back
         return frame is not None and (frame.f_code.co_filename == submission or unknown(frame.f_code.co_filename))
 
-    return blame, innermost_is_submission, gate_allows, thread_allowed, origin
+    def written_by_submission(frame) -> bool:
+        """Is this very frame the file's code, or code of no known file?"""
+        return frame is not None and (frame.f_code.co_filename == submission or unknown(frame.f_code.co_filename))
+
+    return blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission
 
 
 def same_source(filename: str, source) -> bool:

@@ -94,7 +94,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     kept: list[tuple[object, str]] = []  # the originals behind judge.worker.gates, and their kind
     # Filled once, before the seal closes (gate_codes()); read by the frame readers.
     known = attribution.Known()
-    blame, innermost_is_submission, gate_allows, thread_allowed, origin = attribution.readers(
+    blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission = attribution.readers(
         submission, trusted, attribution.library_roots(submission), known)
     from judge.worker import gates, rules
     # The code that may ask the hook for a verdict on an operator's origin,
@@ -362,6 +362,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     sys.addaudithook(hook)
     for name in HIDDEN_MODULES:
         module_guard.hide(name, blame, refuse, getframe)
+    module_guard.hide_own(written_by_submission, refuse, getframe)
 
 
 def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str, judge_files, passed_files,

@@ -36,9 +36,12 @@ import numpy as np
 # has torch call its code inside the builder.
 CONVERSIONS = ("__float__", "__int__", "__index__", "__bool__", "__complex__", "__len__", "__getitem__",
                "__iter__", "__array__")
-# What a tensor subclass of the file's may not define (its own
-# __init_subclass__ would make its subclasses past this check).
-SUBCLASS_REFUSED = CONVERSIONS + ("__init_subclass__",)
+# What torch may call on a tensor subclass from inside its own code: the
+# conversions, __torch_function__ (run again when the guard runs an operator
+# it allows), __torch_dispatch__, a finalizer; and __init_subclass__, which
+# would make its own subclasses past the check where classes are made.
+SUBCLASS_HOOKS = CONVERSIONS + ("__torch_function__", "__torch_dispatch__", "__del__", "__init_subclass__")
+_NUMBER_CONVERSIONS = ("__float__", "__int__", "__index__", "__complex__", "__bool__")
 _NUMBERS = frozenset({int, float, bool, complex, str, type(None)})
 _NUMPY_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 
@@ -76,7 +79,7 @@ def _plain(data, depth: int):
 def _check(name: str, data) -> None:
     import torch
     if isinstance(data, torch.Tensor):
-        if not _own_conversions(type(data)):
+        if hooked(type(data)):
             _refuse(name, data)
         return  # the whole data: a copy on its device, no element read by Python
     if isinstance(data, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
@@ -89,41 +92,59 @@ def _check(name: str, data) -> None:
             pending.extend(value)
         elif kind in _NUMBERS or kind in _NUMPY_SCALARS:
             continue
-        elif isinstance(value, (int, float, complex)) and _own_conversions(kind, (int, float, complex, bool)):
+        elif isinstance(value, (int, float, complex)) and _python_number(kind):
             continue  # an IntEnum: Python's own number, by its own conversions
         elif isinstance(value, np.ndarray) and kind.__module__.startswith("numpy"):
             if value.dtype == object:
                 pending.extend(value.ravel().tolist())
-        elif isinstance(value, torch.Tensor) and _own_conversions(kind):
+        elif isinstance(value, torch.Tensor) and not hooked(kind):
             continue  # read through torch's own conversions, which the gates watch
         else:
             _refuse(name, value)
 
 
-def _own_conversions(kind: type, own: tuple = ()) -> bool:
-    """Does this type (a tensor's, by default) convert itself with its base's
-    own code only, none of the classes above it defining a conversion?
-    (Asked anew each time: a class can be given a method later.)"""
-    import torch
-    own = own or (torch.Tensor, torch._C.TensorBase)
-    return not any(attr in vars(klass) for klass in kind.__mro__ if klass not in own and klass is not object
-                   for attr in CONVERSIONS)
-
-
-def refuse_own_conversions(cls, **kwargs) -> None:
+def refuse_tensor_subclasses(cls, **kwargs) -> None:
     """torch.Tensor.__init_subclass__ (judge.worker.gates): a tensor subclass
-    of the file's that defines its own conversions is refused as it is made
-    (torch reads a list's tensors through them inside any builder or index,
-    with the rules off, torch.cuda.FloatTensor(list) and x[list] among them).
-    One set on the class later is not seen here (CPython raises no audit
-    event for it); the builders' own check (checked) still finds it."""
+    of the file's with any of SUBCLASS_HOOKS is refused as it is made. Torch
+    runs those from inside its C code, where the operator guard is set
+    aside: conversions inside any builder or index list, __torch_function__
+    when the guard runs an operator it allows (a subclass's ran torch.mm
+    from torch.tensor's detach: a probe's file, accepted). A plain subclass
+    (x.as_subclass(Scaled), methods of its own) is let be. A hook set on
+    the class later is not seen here (CPython raises no audit event for it):
+    the builders and the operator guard look again (hooked)."""
     from judge.worker.rules import _origin
-    own = [attr for attr in SUBCLASS_REFUSED if attr in vars(cls)]
+    own = hooked(cls)
     if own and _origin() == "submission":
-        _violation(f"rule: no tensor subclass with conversions of its own: {cls.__name__} defines {own[0]}, which "
-                   "torch calls inside its builders with the rules off")
+        _violation(f"rule: no tensor subclass of the file's with {own}: torch runs it inside its own code, past "
+                   f"the rules ({cls.__name__}; use torch.Tensor)")
     if kwargs:  # as object.__init_subclass__, which this stands in front of
         raise TypeError(f"{cls.__name__}.__init_subclass__() takes no keyword arguments")
+
+
+def hooked(kind: type) -> str | None:
+    """The first of SUBCLASS_HOOKS that a class of `kind`'s ancestry other
+    than torch's tensor types defines, as it is now; else None."""
+    import torch
+    own = (torch.Tensor, torch._C.TensorBase, object)
+    return next((attr for klass in kind.__mro__ if klass not in own for attr in SUBCLASS_HOOKS
+                 if attr in vars(klass)), None)
+
+
+def _python_number(kind: type) -> bool:
+    """A subclass of Python's numbers whose conversions are Python's own or
+    the standard library's enum's (an IntFlag's __bool__): none of the file's."""
+    import enum
+    bases = (int, float, complex, bool, object)
+    for klass in kind.__mro__:
+        for attr in _NUMBER_CONVERSIONS:
+            method = vars(klass).get(attr)
+            if klass in bases or method is None:
+                continue
+            code = getattr(method, "__code__", None)
+            if klass.__module__ != "enum" or code is None or code.co_filename != enum.__file__:
+                return False
+    return True
 
 
 def _refuse(name: str, value) -> None:

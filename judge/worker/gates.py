@@ -93,6 +93,10 @@ BUILDERS = tuple(("torch._C", "_VariableFunctionsClass", name, 0) for name in (
     "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor")) + (
     ("torch._C._nested", "nested_tensor", 0), ("torch._C", "TensorBase", "new_tensor", 1),
     ("torch._C", "TensorBase", "new", 1), ("torch._C", "TensorBase", "__new__", 1))
+# (An index list, x[[i, j]], is built into a tensor the same way, but it has
+# no stand-in: a Python __getitem__ on torch.Tensor gives every tensor the
+# sequence protocol, and torch then read 0-d tensors inside a list as
+# sequences: TypeError on the H100 for torch.Tensor(list of elements).)
 # Under the interpreter (CPU), a tensor's address is one of host memory: an
 # array built over it by hand (numpy's __array_interface__) reads and writes
 # the data with no method above. A GPU hands out device addresses the host
@@ -164,12 +168,15 @@ def _gate_builders(stand_ins: dict[int, object]) -> list[tuple[object, str]]:
         replaced.append((owner, name))
         stand_ins[id(original)] = stand_in
         if name == "__new__":
-            torch.Tensor.__new__ = value
+            # torch.Tensor's slot follows its own dictionary, not TensorBase's
+            setattr(torch.Tensor, name, value)
             replaced.append((torch.Tensor, name))
-    from judge.worker.builder_data import refuse_own_conversions
-    # (Bound anew on each access, so not sealable by identity: a file that
-    # replaces it has its later subclasses checked by the builders only.)
-    torch.Tensor.__init_subclass__ = classmethod(refuse_own_conversions)
+    from judge.worker import argument_types
+    from judge.worker.builder_data import refuse_tensor_subclasses
+    argument_types.record_tensor_types()  # torch's own, before the file can add any
+    # (Bound anew on each access, so not sealable by identity: checked where
+    # solve returns, judge.worker.rules.Guard.armed.)
+    torch.Tensor.__init_subclass__ = classmethod(refuse_tensor_subclasses)
     return replaced
 
 

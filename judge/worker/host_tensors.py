@@ -157,10 +157,12 @@ def plain(data, depth: int = 0):
 
     import numpy as np
     import torch
-    if depth > 64 or isinstance(data, (torch.Tensor, np.ndarray, numbers.Number, str, bytes, bytearray, memoryview)) \
-            or data is None:
-        return data
+    if depth > 64 or isinstance(data, (torch.Tensor, np.ndarray, numbers.Number, str, bytes, bytearray, memoryview,
+                                       torch.Size)) or data is None:
+        return data  # a torch.Size kept as it is: Tensor.new(x.size()) reads it as sizes, a list as data
     kind = type(data)
+    if kind is tuple:
+        return tuple(plain(item, depth + 1) for item in data)
     if isinstance(data, (list, tuple)) or (hasattr(kind, "__len__") and hasattr(kind, "__getitem__")
                                            and not hasattr(kind, "__array__") and not isinstance(data, dict)):
         return [plain(item, depth + 1) for item in list(data)]

@@ -37,3 +37,45 @@ def hide(name: str, blame, refuse, getframe) -> None:
             if value is real:
                 namespace[key] = stand_in
     sys.modules[name] = stand_in
+
+
+def hide_own(written_by_submission, refuse, getframe) -> None:
+    """The worker's own modules, as sys.modules hands them out, behind
+    stand-ins that refuse the submission's code any attribute, read or
+    written: `import judge.worker.rules` gave the file the guard's tables to
+    swap for a moment (ALLOWED_OPS with "mm" in it, then back: accepted,
+    the seal checks only at the end). The worker keeps the modules
+    themselves: its globals hold them, and its own imports get them through
+    the stand-ins. (A function of the judge's the file can reach still
+    leads to its module's globals, through __globals__: the seal is what
+    sees those changes.)"""
+    import os
+    import types
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+    class Own(types.ModuleType):
+        def __getattribute__(self, attr):
+            real = object.__getattribute__(self, "_real")
+            if written_by_submission(getframe(1)):
+                refuse(f"no reaching the judge's own modules: {real.__name__}.{attr}")
+            return getattr(real, attr)
+
+        def __setattr__(self, attr, value):
+            real = object.__getattribute__(self, "_real")
+            if written_by_submission(getframe(1)):
+                refuse(f"no changing the judge's own modules: {real.__name__}.{attr}")
+            setattr(real, attr, value)
+
+        def __delattr__(self, attr):
+            self.__setattr__(attr, None)
+
+        def __dir__(self):
+            return dir(object.__getattribute__(self, "_real"))
+
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if isinstance(module, types.ModuleType) and not isinstance(module, Own) \
+                and (name == "judge" or name.startswith("judge.") or os.path.abspath(path).startswith(own)):
+            stand_in = Own(module.__name__)
+            object.__setattr__(stand_in, "_real", module)
+            sys.modules[name] = stand_in

@@ -8,7 +8,8 @@
 * No host round trip of the data: .cpu(), .numpy(), .tolist(), .item() and
   copies between devices.
 * No writes into the memory around a tensor solve is given, no symbolic
-  numbers (whose code torch runs inside an operator, past the guard).
+  numbers or tensors of the file's own subclasses (whose code torch runs
+  inside an operator, past the guard).
 Triton's own machinery may move data (its interpreter copies tensors) but
 never compute: inside a Triton launch, as the call stack tells (the nearest
 frame of the judge's launch wrapper or of the submission), only the copies
@@ -31,8 +32,8 @@ import contextlib
 import os
 import sys
 
-from judge.worker import copy_extent
-from judge.worker.symbolic import symbolic_in
+from judge.worker import copy_extent, frozen_class
+from judge.worker.argument_types import refused_in
 
 # The operators solve may call, by kind: none computes on the data.
 ALLOCATION_OPS = frozenset({
@@ -189,10 +190,10 @@ class Guard:
                     # after this check, with this mode set aside.
                     guard.flag(f"rule: no torch compute in solve: a tensor subclass with its own "
                                f"__torch_dispatch__ ({', '.join(t.__name__ for t in subclasses)}) reached {func}")
-                symbolic = symbolic_in(args, kwargs)
-                if symbolic:
-                    guard.flag(f"rule: no symbolic numbers in solve: a {symbolic} reached {func} (its node's "
-                               "code runs inside the operator, past the guard)")
+                foreign = refused_in(args, kwargs)
+                if foreign:
+                    guard.flag(f"rule: no objects whose own code torch runs inside an operator: {foreign} "
+                               f"reached {func} (judge.worker.argument_types)")
                 if guard._watching and not guard._in_solve:
                     # Outside solve (the worker's own work, or the file's
                     # code run by it): whose code asks, told by the audit
@@ -211,6 +212,9 @@ class Guard:
                     after_start(torch.cuda.current_stream())
                 return func(*args, **kwargs)
 
+        # Immutable, as built-in types are: torch hands the mode out, and a file set its class's
+        # __torch_dispatch__ to a pass-through for a moment (judge.worker.frozen_class).
+        frozen_class.freeze(OpGuard)
         return OpGuard()
 
     def _copies(self, name: str, func, args=(), kwargs=None) -> bool:
