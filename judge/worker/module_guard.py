@@ -53,9 +53,15 @@ def hide_own(written_by_submission, refuse, getframe) -> None:
     import types
     own = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
+    # What the import machinery reads of a module on every `from judge.worker import x`
+    # (the worker's own imports, many of them inside functions): no secret, no frame to read.
+    machinery = frozenset({"__spec__", "__path__", "__name__", "__package__", "__loader__", "__file__"})
+
     class Own(types.ModuleType):
         def __getattribute__(self, attr):
             real = object.__getattribute__(self, "_real")
+            if attr in machinery:
+                return getattr(real, attr)
             if written_by_submission(getframe(1)):
                 refuse(f"no reaching the judge's own modules: {real.__name__}.{attr}")
             return getattr(real, attr)
