@@ -167,6 +167,29 @@ class Graph:
         return (0, 0)
 
 
+_LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+                 "ShortTensor", "IntTensor", "LongTensor", "BoolTensor")
+
+
+class _LegacyCudaType:
+    """torch.cuda.<T>Tensor in the CPU mode: made as torch.<T>Tensor is (a tensor the CPU mode
+    treats as the GPU's), and an instance is one of that dtype."""
+
+    def __init__(self, cpu_type):
+        self._make, self.dtype, self.is_cuda = cpu_type, cpu_type.dtype, True
+        self.__name__ = cpu_type.__name__
+
+    def __call__(self, *args, **kwargs):
+        return self._make(*args, **kwargs)
+
+    def __instancecheck__(self, value) -> bool:
+        import torch
+        return isinstance(value, torch.Tensor) and value.dtype == self.dtype
+
+    def __repr__(self) -> str:
+        return f"<class 'torch.cuda.{self.__name__}'>"
+
+
 class _Capture:
     """torch.cuda.graph(g): a capture into g, as torch's context starts one."""
 
@@ -346,6 +369,9 @@ def install(submission: str | None = None, tf32: bool = True) -> None:
         "init": lambda: None,
         "ipc_collect": lambda: None,
         "CUDAGraph": Graph,
+        # torch.cuda.FloatTensor(n) and its kind, an old tutorial's scratch: torch's own here raise
+        # "not available" (runtime_error on the CPU only); the CPU's legacy type of the same dtype stands in.
+        **{name: _LegacyCudaType(getattr(torch, name)) for name in _LEGACY_TYPES if hasattr(torch, name)},
         "graph": lambda cuda_graph, *args, **kwargs: _Capture(cuda_graph),
     }
     answers["is_available"] = _available_to_the_file(cuda.is_available)
