@@ -174,8 +174,9 @@ def _gate_builders(stand_ins: dict[int, object]) -> list[tuple[object, str]]:
     from judge.worker import argument_types
     from judge.worker.builder_data import refuse_tensor_subclasses
     argument_types.record_tensor_types()  # torch's own, before the file can add any
-    # (Bound anew on each access, so not sealable by identity: checked where
-    # solve returns, judge.worker.rules.Guard.armed.)
+    # (Bound anew on each access, so not sealable by identity. A file that
+    # swaps it out still meets judge.worker.argument_types in every operator
+    # and builder_data's check in every builder.)
     torch.Tensor.__init_subclass__ = classmethod(refuse_tensor_subclasses)
     return replaced
 
