@@ -24,6 +24,14 @@ For each kernel at 8192×6144×4096, the methods alternate `--rounds` times:
   only, with the poison and sums only: which part of the work matters.
 `--methods` picks some; `--kernels` some kernels (names as below).
 Also the timer's own work per call, old and new, in GPU milliseconds.
+
+A kernel at the board's power limit reads up to 7% apart from one round to
+the next with the GPU's power and thermal history (do_bench's first round
+from idle read 9.63 ms, its next two 10.27 and 10.18 ms, on one H100). So
+each kernel first runs back to back for `--preheat` seconds, the rounds
+alternate the methods' order (forward, then backward), and each method is
+compared with do_bench round by round (the two adjacent in time): the
+median of those paired differences is the fidelity figure.
 Writes DIR/fidelity_power.json and DIR/fidelity_power.md.
 """
 
@@ -61,7 +69,7 @@ class Sampler:
         import pynvml as nv
         nv.nvmlInit()
         self.nv, self.handle = nv, nv.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-        self.samples: list[tuple[float, float]] = []
+        self.samples: list[tuple[float, float, float]] = []
         self._stop = threading.Event()
 
     def __enter__(self):
@@ -74,7 +82,8 @@ class Sampler:
         nv, h = self.nv, self.handle
         while not self._stop.wait(0.005):
             self.samples.append((nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
-                                 nv.nvmlDeviceGetPowerUsage(h) / 1000.0))
+                                 nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                                 nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)))
 
     def __exit__(self, *exc):
         self._stop.set()
@@ -82,9 +91,10 @@ class Sampler:
 
     def summary(self) -> dict:
         if not self.samples:
-            return {"sm_mhz": None, "power_w": None}
+            return {"sm_mhz": None, "power_w": None, "temp_c": None}
         return {"sm_mhz": round(statistics.fmean(s[0] for s in self.samples)),
-                "power_w": round(statistics.fmean(s[1] for s in self.samples), 1)}
+                "power_w": round(statistics.fmean(s[1] for s in self.samples), 1),
+                "temp_c": round(statistics.fmean(s[2] for s in self.samples), 1)}
 
 
 def load(path: Path):
@@ -133,10 +143,39 @@ def between_call_ms(plan: dict, views: dict, out: torch.Tensor, reps: int = 20) 
     return result
 
 
+def preheat(call, seconds: float, sampler: Sampler) -> dict:
+    """Run `call` back to back for `seconds`, so that the rounds start in the
+    power and thermal state a long run reaches; its last second's NVML readings."""
+    if seconds <= 0:
+        return {}
+    end = time.monotonic() + seconds
+    while time.monotonic() < end - 1.0:
+        for _ in range(10):
+            call()
+        torch.cuda.synchronize()
+    with sampler:
+        while time.monotonic() < end:
+            for _ in range(10):
+                call()
+            torch.cuda.synchronize()
+    return dict(seconds=seconds, **sampler.summary())
+
+
+def paired(runs: dict, method: str) -> float:
+    """The median over rounds of `method`'s difference (%) against do_bench
+    in the same round; NaN without do_bench."""
+    if "do_bench" not in runs:
+        return float("nan")
+    return statistics.median(100 * (mine["ms"] / theirs["ms"] - 1)
+                             for mine, theirs in zip(runs[method], runs["do_bench"]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--preheat", type=float, default=3.0,
+                    help="seconds each kernel runs back to back before its rounds (0: none)")
     ap.add_argument("--methods", default="do_bench,measure,measure_grading,measure_grading_before",
                     help="comma-separated: do_bench, do_bench_long, measure, measure_3s, measure_grading, "
                          "measure_grading_before, sets_only, sets_refill, sets_sums")
@@ -188,30 +227,39 @@ def main() -> int:
         methods = {m: methods[m] for m in chosen}
         call()
         torch.cuda.synchronize()
+        heated = preheat(call, ns.preheat, sampler)
         runs: dict[str, list] = {m: [] for m in methods}
-        for _ in range(ns.rounds):
-            for method, run in methods.items():
+        for round_ in range(ns.rounds):
+            order = list(methods) if round_ % 2 == 0 else list(reversed(methods))
+            for method in order:
                 with sampler:
-                    ms = run()
+                    ms = methods[method]()
                 runs[method].append(dict(ms=ms, **sampler.summary()))
         report["kernels"][name] = runs
+        report.setdefault("preheat", {})[name] = heated
         med = {m: statistics.median(r["ms"] for r in rs) for m, rs in runs.items()}
-        print(name, {m: f"{v:.3f} ms ({100 * (v / med['do_bench'] - 1):+.1f}%)" for m, v in med.items()},
+        print(name, "preheat", heated, {m: f"{v:.3f} ms (paired {paired(runs, m):+.1f}%)" for m, v in med.items()},
               {m: (statistics.median(r["sm_mhz"] for r in rs), statistics.median(r["power_w"] for r in rs))
                for m, rs in runs.items()}, flush=True)
         (ns.out / "fidelity_power.json").write_text(json.dumps(report, indent=1))
     lines = [f"# Timing methods, SM clock and power ({report['device']}, {report['date']})", "",
-             f"versions: {report['versions']}; shape {M}×{N}×{K}; medians over {ns.rounds} alternating rounds; "
-             "difference against do_bench(rep=500)", "",
+             f"versions: {report['versions']}; shape {M}×{N}×{K}; {ns.rounds} rounds, the methods' order "
+             f"alternating; each kernel first run back to back for {ns.preheat:g} s; 'paired': the median over "
+             "rounds of each round's difference against do_bench(rep=500) in the same round; 'medians': the "
+             "difference of the medians over rounds", "",
              f"the timer's own work per call (GPU ms): {report['between_call_ms']}", "",
-             "| kernel | method | ms | vs do_bench | SM MHz | power W |", "|---|---|---|---|---|---|"]
+             "| kernel | method | ms (median) | paired vs do_bench | medians vs do_bench | spread of rounds | "
+             "SM MHz | power W | °C |", "|---|---|---|---|---|---|---|---|---|"]
     for name, runs in report["kernels"].items():
-        base = statistics.median(r["ms"] for r in runs["do_bench"])
+        base = statistics.median(r["ms"] for r in runs["do_bench"]) if "do_bench" in runs else None
         for method, rs in runs.items():
             ms = statistics.median(r["ms"] for r in rs)
-            lines.append(f"| {name} | {method} | {ms:.3f} | {100 * (ms / base - 1):+.1f}% | "
+            spread = 100 * (max(r["ms"] for r in rs) / min(r["ms"] for r in rs) - 1)
+            lines.append(f"| {name} | {method} | {ms:.3f} | {paired(runs, method):+.1f}% | "
+                         f"{100 * (ms / base - 1) if base else float('nan'):+.1f}% | {spread:.1f}% | "
                          f"{statistics.median(r['sm_mhz'] for r in rs):.0f} | "
-                         f"{statistics.median(r['power_w'] for r in rs):.0f} |")
+                         f"{statistics.median(r['power_w'] for r in rs):.0f} | "
+                         f"{statistics.median(r['temp_c'] for r in rs):.0f} |")
     (ns.out / "fidelity_power.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
