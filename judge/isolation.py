@@ -30,8 +30,8 @@ from . import clock, cuda_ipc, protocol, reaper, triton_key
 from .hardening import protect_judge
 from .worker_exit import CappedStream, describe_exit
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
-from .sandbox import (JUDGE_ROOT, Sandbox, bwrap_prefix, detect_sandbox, give_to, new_user, readonly_plan,
-                      sandbox_for, unshare_prefix)
+from .sandbox import (JUDGE_ROOT, Sandbox, bwrap_prefix, detect_sandbox, give_to, new_user, pdeathsig_prefix,
+                      readonly_plan, sandbox_for, unshare_prefix)
 
 __all__ = ["JUDGE_ROOT", "INHERITED_ENV", "Limits", "Sandbox", "WorkerProcess", "detect_sandbox", "sandbox_for",
            "describe_exit"]
@@ -197,6 +197,8 @@ class WorkerProcess:
                 cmd += ["--jail", json.dumps(plan)]
             cmd = unshare_prefix(shutil.which("unshare") or "unshare", pid=self.sandbox.pid_namespace,
                                   mount=jailed) + cmd
+        if self.sandbox.tool != "bwrap":
+            cmd = [*pdeathsig_prefix(), *cmd]
         reaper.become_subreaper()
         # Standard output and error are sockets, not pipes: a pipe's read end
         # is one open("/proc/self/fd/1") away for the worker, and what a

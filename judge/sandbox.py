@@ -155,6 +155,19 @@ def _probe_cuda() -> Sandbox:
     return box
 
 
+@functools.lru_cache(maxsize=1)
+def pdeathsig_prefix() -> tuple[str, ...]:
+    """`setpriv --pdeathsig KILL`, where it works: the process the judge
+    starts (unshare, and with it the worker: --kill-child) gets SIGKILL when
+    the judge's process dies. A batch lane killed with -9 had left a worker
+    running for minutes (its session is its own, so no signal to the lane's
+    group reached it). bubblewrap has --die-with-parent already."""
+    setpriv = shutil.which("setpriv")
+    if setpriv and _runs([setpriv, "--pdeathsig", "KILL", "--", "true"]):
+        return (setpriv, "--pdeathsig", "KILL", "--")
+    return ()
+
+
 def unshare_prefix(unshare: str, pid: bool = False, mount: bool = False) -> list[str]:
     """`pid`: a PID namespace too; the worker is its first process (and
     forks to stay its init: judge.worker.__main__), so when it dies the

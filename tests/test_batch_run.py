@@ -177,11 +177,13 @@ def test_drift_check_runs_in_the_lanes_queue_and_is_no_student(tmp_path):
     folder.mkdir()
     for name in ("empty", "no_solve"):
         shutil.copyfile(ROOT / "submissions" / "faults" / f"{name}.py", folder / f"{name}.py")
+    # A student whose file is named like the check: once taken for it, never recorded.
+    shutil.copyfile(ROOT / "submissions" / "faults" / "empty.py", folder / "drift:start.py")
     drift = ROOT / "submissions" / "faults" / "syntax_error.py"  # quick: what it gets is beside the point here
     run = subprocess.run(batch_cmd(folder, out, "--lanes", "2", "--drift", str(drift)), cwd=ROOT,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert sorted(recorded(out)) == ["empty", "no_solve"]
+    assert sorted(recorded(out)) == ["drift:start", "empty", "no_solve"]
     conn = sqlite3.connect(out / "results.sqlite")
     try:
         (drift_json,) = conn.execute("SELECT drift FROM runs ORDER BY id DESC LIMIT 1").fetchone()

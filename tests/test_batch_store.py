@@ -99,3 +99,37 @@ def test_what_a_submission_puts_in_its_result_is_stored(tmp_path):
     assert "\ufffd" in row["message"] or "?" in row["message"]
     assert row["result"]["cases"][0]["max_abs_err"] is None
     store.close()
+
+
+def test_one_batch_at_a_time_per_results_folder(tmp_path):
+    """Two batches on one --out mixed up students (staged files of the same
+    names): the second is refused while the first holds the folder."""
+    from judge.batch.run import writer_lock
+    with writer_lock(tmp_path / "out"):
+        with pytest.raises(UsageError, match="another judge batch"):
+            with writer_lock(tmp_path / "out"):
+                pass
+    with writer_lock(tmp_path / "out"):  # free again once the first has ended
+        pass
+
+
+def test_ids_that_look_like_others_are_shown_as_they_are():
+    """A right-to-left override or a zero-width space in a file name made one
+    id look like another in the report and the gradebook."""
+    from judge.batch.discover import printable
+    assert printable("bob\u202eyp.exe") == "bob\ufffdyp.exe"
+    assert printable("al\u200bice") == "al\ufffdice"
+    assert printable("Zoë") == "Zoë"
+
+
+def test_json_lines_are_strict_json(capsys):
+    """--json lines: an infinite error or a lone surrogate in a name were
+    written as Infinity and \\udcff, which strict JSON readers refuse."""
+    import json
+    from judge.batch.progress import JsonLines
+    display = JsonLines(1, ["cpu0"])
+    display.done("cpu0", "x", "wrong_answer", {"id": "x\udcff", "result": {"max_abs_err": float("inf"), "n": 1}})
+    line = capsys.readouterr().out.strip()
+    parsed = json.loads(line, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
+    assert parsed["result"] == {"max_abs_err": None, "n": 1}
+    line.encode("utf-8")  # no lone surrogate left

@@ -202,3 +202,19 @@ def test_statistics_estimate_the_input_rounding():
     assert 2**-12 < tf32.input_rounding < 2**-10
     assert 2**-9 < bf16.input_rounding < 2**-7
     assert diagnose(tf32) is not None and "TF32" in diagnose(tf32)
+
+
+def test_leetgpu_policy_names_a_long_sums_rounding_apart_from_cancellation():
+    """A running float32 sum of a million positive values: float32-accurate, off
+    LeetGPU's tolerance, and nothing near zero: the diagnosis says the sum's own
+    rounding, not cancellation (a probe's honest file was told "outputs near zero")."""
+    import numpy as np
+    x = np.random.default_rng(5).uniform(0, 1000, 1_000_003)
+    exact = torch.tensor([x.sum()], dtype=torch.float64)
+    expected = Expected(exact=exact, abs_scale=exact.clone(), sq_scale=torch.tensor([(x * x).sum()]),
+                        terms=x.size, fp32=torch.tensor(x.astype(np.float32)).sum().reshape(1))
+    running = torch.tensor([np.cumsum(x.astype(np.float32), dtype=np.float32)[-1]])
+    result = LeetgpuPolicy(atol=1e-5, rtol=1e-5).compare([Trial(got=running, expected=expected)])
+    assert not result.passed
+    assert "float32-accurate" in result.diagnosis and "cancellation" not in result.diagnosis
+    assert "sum this long" in result.diagnosis

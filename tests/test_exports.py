@@ -147,6 +147,20 @@ def test_json_lines(results):
     assert lines[1]["result"]["verdict"] == "accepted" and lines[3]["result"] is None
 
 
+def test_export_never_writes_over_the_store(results):
+    """--to the store's own file: refused (the CSV had replaced every result)."""
+    before = (results / "results.sqlite").read_bytes()
+    run = CliRunner().invoke(main, ["export", str(results), "--format", "csv", "--to", str(results / "results.sqlite")])
+    assert run.exit_code == 2 and "results store's own file" in run.output
+    assert (results / "results.sqlite").read_bytes() == before
+
+
+def test_export_of_a_file_that_is_no_store(tmp_path):
+    (tmp_path / "results.sqlite").write_text("not a database, a text file of the same name\n" * 50)
+    run = CliRunner().invoke(main, ["export", str(tmp_path), "--format", "csv"])
+    assert run.exit_code == 2 and "is not a results store" in run.output, run.output
+
+
 def test_export_without_store(tmp_path):
     run = CliRunner().invoke(main, ["export", str(tmp_path), "--format", "csv"])
     assert run.exit_code == 2 and "no results store" in run.output

@@ -16,7 +16,7 @@ from judge import protocol
 from judge.errors import ProtocolError, WorkerTimeout
 from judge.grader import GradeOptions, grade
 from judge.isolation import Limits, detect_sandbox
-from tests.helpers import FIXTURES, HAS_CUDA
+from tests.helpers import FIXTURES, HAS_CUDA, ROOT
 
 with (FIXTURES / "expected.toml").open("rb") as fh:
     _TABLE = tomllib.load(fh)
@@ -339,6 +339,25 @@ def test_submission_cannot_write_the_judges_files(tmp_path, monkeypatch):
     assert result.verdict.value == "accepted", result.message
     for place in (JUDGE_ROOT / "judge", folder, Path("/root/.cache/tritonjudge")):
         assert not (place / ".judge-tamper-probe").exists(), place
+
+
+@pytest.mark.skipif(detect_sandbox().filesystem == "shared", reason="no read-only sandbox here")
+def test_a_classmates_file_stays_hidden_below_a_kept_folder(tmp_path, monkeypatch):
+    """A folder the worker keeps (on the import path: a batch run from the
+    course folder) holding the class folder: the class stays hidden. The
+    jail had covered it, then bound the kept folder back over the cover."""
+    course = tmp_path / "course"
+    folder = course / "class"
+    folder.mkdir(parents=True)
+    (folder / "alice.py").write_text("ANSWER = 1\n")
+    honest = (ROOT / "challenges" / "vector_addition" / "examples" / "correct_block1024.py").read_text()
+    probe = (f"try:\n    open({str(folder / 'alice.py')!r}).read()\nexcept OSError:\n    pass\n"
+             "else:\n    raise RuntimeError('read a classmate file')\n")
+    (folder / "mallory.py").write_text(probe + honest)
+    monkeypatch.setenv("PYTHONPATH", str(course))
+    result = grade(folder / "mallory.py", GradeOptions(challenge="vector_addition", device="cpu", seed=7,
+                                                        limits=LIMITS, stop_on_wrong_answer=True))
+    assert result.verdict.value == "accepted", result.message
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux only")

@@ -27,7 +27,7 @@ import click
               help="Worker processes per grading, as in judge submit. Default: three quarters of the CPU "
                    "cores shared among the lanes, 1 to 4 each (one lane: as judge submit).")
 @click.option("--policy", default=None, help="Tolerance policy (default: the challenge's).")
-@click.option("--seed", type=int, default=None,
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
               help="Case data seed for the whole batch (default: one chosen at the first run and kept).")
 @click.option("--scoring", "scoring_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="A scoring policy file (TOML or JSON), as in judge submit.")
@@ -51,7 +51,9 @@ def batch(folder, challenge_name, out, device, gpus, lanes, lanes_per_gpu, worke
     resume after an interruption: recorded results are kept, changed files
     are graded again. Then: judge export OUT --format csv|html|...
 
-    Exit status: 0 when the batch ran (whatever the verdicts), 2 usage error."""
+    Exit status: 0 when the batch ran (whatever the verdicts), 2 usage error
+    (another batch writing to the same --out among them), 1 when interrupted
+    (what was recorded stays: run the same command again)."""
     from .progress import JsonLines, LivePanel, summary_table
     from .run import BatchOptions, run_batch
     from .store import Store

@@ -81,10 +81,11 @@ def read_roster(path: Path) -> list[Student]:
 
 def printable(text: str) -> str:
     """A name as it can be stored and shown: bytes that were not UTF-8 (kept
-    by Python as lone surrogates) and control characters (a terminal's
-    escape sequences) replaced by U+FFFD."""
+    by Python as lone surrogates), control characters (a terminal's escape
+    sequences), format characters (a right-to-left override or a zero-width
+    space makes one id look like another) and noncharacters replaced by U+FFFD."""
     text = text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
-    return "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cs") else c for c in text)
+    return "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cs", "Cf", "Cn") else c for c in text)
 
 
 def _regular(path: Path) -> bool:

@@ -103,10 +103,17 @@ def main() -> None:
     sys.stdout = sys.stderr
     reply.write(json.dumps({"ready": True, "pid": os.getpid(),
                             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}) + "\n")
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        reply.write(json.dumps(grade_request(json.loads(line))) + "\n")
+    # Stopped by the batch (SIGTERM) or by Ctrl-C: the grading in hand cleans
+    # up as it unwinds, and the next file's workers started ahead go too
+    # (their scratch folders held that student's file).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            reply.write(json.dumps(grade_request(json.loads(line))) + "\n")
+    finally:
+        _drop_ahead()
 
 
 if __name__ == "__main__":

@@ -52,7 +52,8 @@ class JsonLines(Display):
 
     def done(self, lane: str, sid: str, verdict: str, line: dict) -> None:
         super().done(lane, sid, verdict, line)
-        sys.stdout.write(json.dumps(line) + "\n")
+        from .store import clean  # strict JSON: no NaN or lone surrogates (what the store keeps, too)
+        sys.stdout.write(json.dumps(clean(line), allow_nan=False) + "\n")
         sys.stdout.flush()
 
 

@@ -8,7 +8,9 @@ settings is kept, the rest is graded.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import random
@@ -24,6 +26,10 @@ from .lanes import (Event, Job, LanePool, auto_lanes_per_gpu, lane_specs, smalle
 from .store import Store
 
 STAGE_PREFIX = "_grading_"
+# The drift check's two gradings, keyed apart from the class's ids (file or
+# folder names, which never hold a "/": a file named drift:start.py was
+# taken for the check and never recorded).
+DRIFT_START, DRIFT_END = "/drift/start", "/drift/end"
 
 
 @dataclass
@@ -145,6 +151,29 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
     opts.out = Path(opts.out)
     if opts.out.resolve() == Path(opts.folder).resolve() or Path(opts.folder).resolve() in opts.out.resolve().parents:
         raise UsageError("--out must be outside the submissions folder")
+    with writer_lock(opts.out):
+        return _run_batch(opts, display_factory)
+
+
+@contextlib.contextmanager
+def writer_lock(out: Path):
+    """One batch at a time per results folder: two at once staged their files
+    under the same names, and one student's result was another's code."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        handle = open(out / "batch.lock", "a+")
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise UsageError(f"another judge batch is grading into {out} now; wait for it to end, "
+                             "or give this one another --out") from None
+        yield
+
+
+def _run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
     roster = read_roster(opts.roster) if opts.roster else None
     found = discover(opts.folder, roster)
     from ..grader import choose_device, versions
@@ -152,6 +181,7 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
     gpus = visible_gpus(opts.gpus) if device == "cuda" else []
     if device == "cuda" and not gpus:
         raise UsageError("--gpus names no GPU")
+    drift_path = drift_file(opts, device)  # a bad --drift stops the batch before anything is staged
     store = Store(opts.out)
     for leftover in opts.out.glob(f"{STAGE_PREFIX}*.py"):
         leftover.unlink(missing_ok=True)
@@ -186,14 +216,13 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
                              backend=f"ray:{opts.ray}" if opts.ray else "lanes", options=options,
                              versions=versions(), gpus=gpus)
     notes = list(found.problems)
-    drift_path = drift_file(opts, device)
     drift_start = drift_end = None
     with display_factory(len(jobs), pool.names) as display:
         for line in notes:
             display.note(line)
         try:
-            checks = [Job("drift:start", _stage(opts.out, 99998, drift_path), options),
-                      Job("drift:end", _stage(opts.out, 99999, drift_path), options)] if drift_path and jobs else []
+            checks = [Job(DRIFT_START, _stage(opts.out, 99998, drift_path), options),
+                      Job(DRIFT_END, _stage(opts.out, 99999, drift_path), options)] if drift_path and jobs else []
             # The lanes grade the drift check's two runs as the first and the
             # last of the queue, beside the class's files (its timings are
             # alone on the GPU all the same); run alone first and last, they
@@ -205,9 +234,9 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
             elif checks:
                 drift_start = pool.call(0, checks[0])
             for event in pool.stream(queued):
-                if event.job.key.startswith("drift:"):
+                if event.job.key in (DRIFT_START, DRIFT_END):
                     if event.kind == "done":
-                        drift_start, drift_end = ((event, drift_end) if event.job.key == "drift:start"
+                        drift_start, drift_end = ((event, drift_end) if event.job.key == DRIFT_START
                                                   else (drift_start, event))
                     continue
                 if event.kind == "start":

@@ -105,10 +105,33 @@ def gradebook_columns(result: dict) -> dict[str, Any]:
 
 
 class Store:
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, read_only: bool = False):
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / DB_NAME
+        try:
+            self._open(read_only)
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            raise UsageError(f"{self.path} is not a results store this judge can read ({exc}); move it aside "
+                             "or give another --out") from None
+        except OSError as exc:
+            raise UsageError(f"{self.folder}: cannot open the results store there ({exc.strerror or exc})") from None
+
+    def _open(self, read_only: bool) -> None:
+        if read_only:
+            # An export reads only: from a folder it may not write as well
+            # (then as an immutable file: no batch may be writing it).
+            try:
+                self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None, timeout=30)
+                self.conn.execute("SELECT count(*) FROM meta").fetchone()
+            except sqlite3.OperationalError:
+                self.conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True, isolation_level=None)
+            self.conn.row_factory = sqlite3.Row
+            version = self.meta("schema_version")
+            if version is None or int(version) != SCHEMA_VERSION:
+                raise UsageError(f"{self.path} has schema version {version}; this judge reads {SCHEMA_VERSION}")
+            self._data_version, self._digests = 0, {}
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -127,10 +150,10 @@ class Store:
         self._digests = self._all_digests()
 
     @classmethod
-    def open_existing(cls, folder: Path) -> "Store":
+    def open_existing(cls, folder: Path, read_only: bool = False) -> "Store":
         if not (Path(folder) / DB_NAME).is_file():
             raise UsageError(f"no results store in {folder} (expected {DB_NAME}; run judge batch first)")
-        return cls(folder)
+        return cls(folder, read_only=read_only)
 
     def close(self) -> None:
         self.conn.close()

@@ -43,6 +43,17 @@ def _cancellation_diagnosis(trials: list[Trial]) -> str | None:
         return None
     from .error_bound import Fp32Bound, diagnose, statistics
     if Fp32Bound().compare(trials).passed:
+        import torch
+        # Cancellation, or a sum so long that float32's rounding alone passes the tolerance?
+        scale = torch.cat([t.expected.abs_scale.reshape(-1).double() for t in trials])
+        ref = torch.cat([t.expected.float32().reshape(-1).double() for t in trials])
+        if bool((ref.abs() >= 0.1 * scale).all()):
+            return ("this kernel is float32-accurate (it passes the fp32 policy against the exact result), yet "
+                    "LeetGPU's rule rejects it: the tolerance is tighter than the rounding error float32 itself "
+                    "makes over a sum this long, and the reference is the library's float32 sum, added in another "
+                    "order. A running sum, one element after another, strays furthest; summing in blocks and then "
+                    "adding the blocks' sums (a tree) stays closer to the library's. LeetGPU may reject it too; the "
+                    "fp32 policy is the fair test of correctness.")
         return ("this kernel is float32-accurate (it passes the fp32 policy against the exact "
                 "result), yet LeetGPU's rule rejects it: outputs near zero lose their relative "
                 "accuracy to cancellation, so any summation order other than the float32 "

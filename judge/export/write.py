@@ -67,16 +67,23 @@ def render(fmt: str, rows: list[dict], runs: list[dict], threshold: float | None
 
 
 def export(folder: Path, fmt: str, to: Path | None = None, threshold: float | None = None) -> Path:
-    from ..batch.store import Store
-    store = Store.open_existing(folder)
+    from ..batch.store import DB_NAME, Store
+    from ..errors import UsageError
+    target = Path(to) if to else Path(folder) / FORMATS[fmt]
+    own = {(Path(folder) / name).resolve() for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", "batch.lock")}
+    if target.resolve() in own:
+        raise UsageError(f"--to {target} is the results store's own file: choose another name")
+    store = Store.open_existing(folder, read_only=True)
     try:
         rows, runs = store.rows(), store.runs()
     finally:
         store.close()
-    target = Path(to) if to else Path(folder) / FORMATS[fmt]
     text = render(fmt, rows, runs, threshold)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)  # never half a file where a spreadsheet may be reading
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)  # never half a file where a spreadsheet may be reading
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     return target

@@ -36,6 +36,18 @@ def _stay_init(ns) -> None:
         if done == pid:
             os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
+def _die_with_parent() -> None:
+    """SIGKILL when the process that started this one dies (a batch lane
+    killed with -9 left its worker running for minutes: it has a session of
+    its own, so no signal to the lane's group reached it)."""
+    import ctypes
+    import signal
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="judge worker (internal)")
     parser.add_argument("--fd", type=int, required=True)
@@ -46,6 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--user", type=int, help="switch to this user once the jail is built "
                                                   "(judge.worker.privileges)")
     ns = parser.parse_args(argv)
+    _die_with_parent()
     if ns.jail:
         # First of all, before Python reads another file: the jail covers /tmp.
         from judge.worker import jail

@@ -50,20 +50,25 @@ def library_roots(submission: str) -> tuple[str, ...]:
 
 
 def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: Known):
-    """(blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission),
-    each taking the innermost frame to read from."""
+    """(blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission,
+    names_the_gate), each taking the innermost frame to read from."""
     import weakref
     # Library code that calls back what someone handed it, at a moment of its
     # own (a finalizer run by the collector in the middle of the worker's
     # code): what it calls is never the worker's doing.
     callbacks = frozenset({weakref.finalize.__call__.__code__})
 
-    def library_import(code) -> bool:
-        """Module-level code of an installed file: an import's own
-        initialisation (not a file the worker could have written, nor code
-        compiled under an invented name)."""
+    from judge.worker import genuine_import
+    genuine = genuine_import.checker()
+
+    def library_import(frame) -> bool:
+        """Module-level code of an installed file, run by a real first import
+        of it (not a file the worker could have written, nor code compiled
+        under an invented name, nor its code run again: genuine_import)."""
+        code = frame.f_code
         filename = code.co_filename
-        return code.co_name == "<module>" and filename != submission and filename.startswith(roots)
+        return (code.co_name == "<module>" and filename != submission and filename.startswith(roots)
+                and genuine(frame))
 
     def unknown(filename: str) -> bool:
         """Code of no file the worker knows: compiled from a string, by the
@@ -89,7 +94,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
                 return True
             if unknown(code.co_filename):
                 made = True
-            elif library_import(code):
+            elif library_import(frame):
                 return made  # another module's own initialisation (an import), unless made code runs in it
             frame = frame.f_back
         return made
@@ -109,10 +114,10 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
                 return mode_stack
             if code in known.skipped_codes or (torch_dir and code.co_filename.startswith(torch_dir)):
                 if code.co_name == "<module>":
-                    return True  # torch importing a module of its own
+                    return genuine(frame)  # torch importing a module of its own
                 frame = frame.f_back
                 continue
-            return library_import(code)
+            return library_import(frame)
         return False
 
     def thread_allowed(frame) -> bool:
@@ -126,7 +131,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
                 return True
             if code.co_filename == submission or code in callbacks or unknown(code.co_filename):
                 return False
-            if library_import(code):
+            if library_import(frame):
                 return True
             frame = frame.f_back
         return True
@@ -219,11 +224,32 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             frame = frame.f_back
         return frame is not None and (frame.f_code.co_filename == submission or unknown(frame.f_code.co_filename))
 
-    def written_by_submission(frame) -> bool:
-        """Is this very frame the file's code, or code of no known file?"""
-        return frame is not None and (frame.f_code.co_filename == submission or unknown(frame.f_code.co_filename))
+    def names_the_gate(frame, name: str) -> bool:
+        """Does the code that called this gate's stand-in (`frame`) name the
+        gated function itself, as torch's, a library's and the guard's own
+        calls do? A library's top-level `_sentinel = object()` calling a
+        partial of the mode-stack gate (its `object` swapped) does not.
+        Contained, not equal: threading calls _thread.start_new_thread as
+        _start_new_thread."""
+        attr = name.rpartition(".")[2]
+        caller = frame.f_back
+        return caller is None or caller.f_code in known.gate_codes or any(attr in n for n in caller.f_code.co_names)
 
-    return blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission
+    def written_by_submission(frame) -> bool:
+        """Is the first frame outward that is not an installed library's the
+        file's code, or code of no known file? (unittest.mock's
+        patch.object swapped a judge table for a moment from its own frame.)
+        The worker's own code, or no such frame: no."""
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == submission or unknown(code.co_filename):
+                return True
+            if code in trusted or code.co_filename in known.judge_files or code.co_filename in known.passed_files:
+                return False
+            frame = frame.f_back
+        return False
+
+    return blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission, names_the_gate
 
 
 def same_source(filename: str, source) -> bool:

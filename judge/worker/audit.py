@@ -48,7 +48,7 @@ import threading
 
 from judge.worker import module_guard
 from judge.worker.refusals import (DENIED_IMPORTS, FRAME_ATTRS, HIDDEN_MODULES, INTERPRETER_COPIES,
-                                   INTERPRETER_FILE, MODE_STACK, REFUSED, RULE)
+                                   INTERPRETER_FILE, MODE_STACK, REFUSED, RULE, TORCH_BACKDOORS)
 
 _installed = False
 
@@ -94,8 +94,11 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     kept: list[tuple[object, str]] = []  # the originals behind judge.worker.gates, and their kind
     # Filled once, before the seal closes (gate_codes()); read by the frame readers.
     known = attribution.Known()
-    blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission = attribution.readers(
-        submission, trusted, attribution.library_roots(submission), known)
+    roots = attribution.library_roots(submission)
+    (blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission,
+     names_the_gate) = attribution.readers(submission, trusted, roots, known)
+    from judge.worker import genuine_import
+    real_bytecode = functools.partial(genuine_import.checker().real_bytecode, roots=roots)
     from judge.worker import gates, rules
     # The code that may ask the hook for a verdict on an operator's origin,
     # for the violations, or (past the seal) to keep an overload's kernel.
@@ -154,7 +157,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                        or (kind == "host" and host_allowed(caller))
                        or (kind == "thread" and thread_allowed(caller))
                        or (kind == "scalar" and not (builder_reading() and origin(caller) == "submission"))
-                       or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in mode_stack)))
+                       or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in mode_stack))
+                       ) and (kind not in ("call", "submission", "thread") or names_the_gate(caller, name))
         finally:
             busy.discard(me)
         if not allowed and name.startswith("gc."):
@@ -346,6 +350,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     refuse(f"no code compiled under a frozen module's name ({filename})")
             elif event == "open":
                 pass
+            elif event == "marshal.loads":
+                if blame(frame) and not real_bytecode(frame):
+                    refuse("no code objects made from bytes (marshal.loads)")
             elif event == "os.kill":
                 if args[0] not in (os.getpid(), 0) and blame(frame):
                     refuse("no signals to other processes: os.kill")
@@ -362,6 +369,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     sys.addaudithook(hook)
     for name in HIDDEN_MODULES:
         module_guard.hide(name, blame, refuse, getframe)
+    for name, what in TORCH_BACKDOORS.items():
+        module_guard.hide(name, blame, refuse, getframe, f"no torch compute past the operator guard ({what})")
     module_guard.hide_own(written_by_submission, refuse, getframe)
 
 

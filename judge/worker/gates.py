@@ -51,6 +51,8 @@ GATED = (
     ("torch._C", "_dlpack_exchange_api"),
     # cuBLAS, as Triton's own package ships it (for its tutorials' benchmarks)
     ("triton._C.libtriton.nvidia.cublas", "CublasLt"),
+    # CUDA compiled and launched by torch in one C call (torch.cuda.jiterator's)
+    ("torch._C", "_cuda_jiterator_compile_and_launch_kernel"),
     # the collector switched back on: a collection in the courier's threads
     # would run the file's finalizers free of their filter (judge.worker.courier)
     ("gc", "enable"), ("gc", "set_threshold"),

@@ -25,6 +25,7 @@ every config is taken to cost the same, so the first (valid) config runs.
 from __future__ import annotations
 
 import contextlib
+import time
 
 import numpy as np
 
@@ -221,11 +222,16 @@ def _check_launches(interpreter) -> None:
             kernel_rewrites.bind(fn.__globals__)  # the rewrite's helpers, as the worker made them
             names = list(inspect.signature(fn).parameters)
             audit.memo(("decisions",), decisions)  # the ways each if may go (kernel_rewrites.branch)
+            timed = (id(self), *(g for g in (grid if isinstance(grid, tuple) else (grid,)) if type(g) is int))
             try:
+                launch_watch.before_launch(timed)
+                began = time.monotonic()
                 # After the check, which must see libdevice's stubs, the names as bound and tl.tensor's own methods.
                 with libdevice_cpu.during_launch(fn.__globals__), _math_methods(), \
                         builtin_names.during_launch(fn.__globals__, kwargs.get("num_warps") or 4):
-                    return interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
+                    result = interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
+                launch_watch.after_launch(timed, time.monotonic() - began)
+                return result
             except BaseException as exc:
                 # A kernel that fails while it runs fails for good on a GPU (the
                 # CUDA context is lost), and that the launch failed is data: kept

@@ -83,23 +83,36 @@ def enter(writable: list[str], hidden: list[str], keep_readonly: list[str]) -> N
     # Handles on what must stay reachable before /tmp is covered.
     handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in [*writable, *keep_readonly]}
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the judge's namespace
+    # Hidden folders are covered now, and again once the kept ones are bound
+    # back: a kept folder (the batch's working folder, on the import path)
+    # brought back the class folder and the results store below it, which a
+    # batch probe's file read from (it imported a classmate's file).
     for path in ("/tmp", "/dev/shm", *hidden):
         if os.path.isdir(path):
             _mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     for path, fd in handles.items():
         os.makedirs(path, exist_ok=True)  # inside a fresh tmpfs when it lay below one
         _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+    for path in hidden:
+        if os.path.isdir(path) and not _under(path, writable):
+            _mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+    for path in writable:  # one below a hidden folder, bound back over its cover
+        if _under(path, hidden):
+            os.makedirs(path, exist_ok=True)
+            _mount(libc, f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
     for fd in handles.values():
         os.close(fd)
     for point, kept in _mounts():
         if _under(point, _LIVE) or _under(point, writable) or point in ("/tmp", "/dev/shm"):
             continue
+        if not os.path.lexists(point):
+            continue  # below a cover (an old mount under /tmp): out of reach, nothing to remount
         # A bind remount changes this mount point's flags alone; the flags a
         # parent namespace locked (nosuid, nodev...) must be restated.
         try:
             _mount(libc, None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
         except JailError:
-            if point == "/" or not os.path.exists(point):
+            if point == "/":
                 raise
             # A mount the kernel will not remount (a special file system
             # below an unusual point): covered over, unreadable as well.

@@ -39,10 +39,38 @@ class GridRefused(RuntimeError):
 DEADLINE, FOUND, ESTIMATE = ("interpreter deadline",), ("interpreter too slow",), ("interpreter estimate",)
 
 
+LAUNCH_SECONDS = ("interpreter launch seconds",)  # (kernel, grid) -> what its last launch took, this case
+
+
 def set_budget(seconds: float) -> None:
     from judge.worker import audit
     audit.memo(DEADLINE, time.monotonic() + seconds)
     audit.memo(FOUND, None)
+    audit.memo(LAUNCH_SECONDS, ())
+
+
+def before_launch(key: tuple) -> None:
+    """Stop a launch that took so long last time that it cannot end by the
+    case's deadline. The watch between programs never meets a launch of one
+    long program (an outer-product loop of 8191 steps: ~10 s a launch here,
+    milliseconds on a GPU): each trial ran whole, and the case's time limit
+    ended it with a verdict. A launch that never ends still does."""
+    from judge.worker import audit
+    took = dict(audit.memo(LAUNCH_SECONDS) or ()).get(key)
+    deadline = audit.memo(DEADLINE)
+    if took is None or deadline is None or time.monotonic() + took <= deadline:
+        return
+    found = (f"not run on CPU: one launch of this kernel took Triton's interpreter {took:.1f} s (a GPU runs its "
+             "programs in parallel, in milliseconds), and the case's other launches would pass its interpreter "
+             "budget. Grade on a GPU, or split the work over more programs to check this case on CPU.")
+    audit.memo(FOUND, found)
+    audit.memo(ESTIMATE, took)
+    raise InterpreterTooSlow(found)
+
+
+def after_launch(key: tuple, seconds: float) -> None:
+    from judge.worker import audit
+    audit.memo(LAUNCH_SECONDS, tuple({**dict(audit.memo(LAUNCH_SECONDS) or ()), key: seconds}.items()))
 
 
 def too_slow() -> tuple[str, float] | None:

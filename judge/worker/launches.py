@@ -64,16 +64,30 @@ def take_streams() -> set:
     return taken
 
 
-def hook_triton(cuda: bool) -> tuple[frozenset, list]:
+def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, list]:
     """Wrap Triton's launches (compiled or interpreted, autotuned or not).
-    Returns the wrappers' code objects, and the (class, attribute) pairs to
-    seal."""
+    With `submission`, a launch runs only the file's own kernels
+    (judge.worker.kernel_origin). Returns the wrappers' code objects, and
+    the (class, attribute) pairs to seal."""
     import torch
     from triton.runtime import autotuner, jit
 
+    from judge import check_sums
     from judge.worker.rules import after_start
 
     codes, sealed = set(), []
+    foreign = None
+    if submission is not None:
+        from judge.worker import kernel_origin
+        foreign = kernel_origin.checker(submission, frozenset({check_sums.sums.__code__}))
+
+    def own_kernel(kernel) -> None:
+        broken = foreign(kernel) if foreign is not None else None
+        if broken:
+            from judge.worker import audit
+            from judge.worker.rules import RuleViolation
+            audit.report(broken)
+            raise RuleViolation(broken)
 
     def starting() -> None:
         if cuda:
@@ -85,6 +99,8 @@ def hook_triton(cuda: bool) -> tuple[frozenset, list]:
         original = cls.run
 
         def run(self, *args, **kwargs):
+            if counted:
+                own_kernel(self)
             counting = counted and not kwargs.get("warmup", False)
             if counting:
                 starting()
@@ -106,6 +122,7 @@ def hook_triton(cuda: bool) -> tuple[frozenset, list]:
             runner = original(self, grid)
 
             def launch(*args, **kwargs):
+                own_kernel(getattr(getattr(self, "src", None), "fn", None))
                 starting()
                 result = runner(*args, **kwargs)
                 count_launch()

@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 
 
-def hide(name: str, blame, refuse, getframe) -> None:
+def hide(name: str, blame, refuse, getframe, why: str = "no foreign calls or raw memory access") -> None:
     """Put a guarded stand-in for module `name` in sys.modules and in every
     loaded module's globals: the judge's and the libraries' own uses go
-    through, the submission's are refused. (Cached imports raise no audit
-    event, so `import ctypes` alone would hand out the real module.)"""
+    through, the submission's are refused with `why`. (Cached imports raise
+    no audit event, so `import ctypes` alone would hand out the real module.)"""
     import types
     real = sys.modules.get(name)
     if real is None:
@@ -22,7 +22,7 @@ def hide(name: str, blame, refuse, getframe) -> None:
     class Guarded(types.ModuleType):
         def __getattribute__(self, attr):
             if attr not in ("__name__", "__spec__", "__class__", "__dict__") and blame(getframe(1)):
-                refuse(f"no foreign calls or raw memory access: {name}.{attr}")
+                refuse(f"{why}: {name}.{attr}")
             return getattr(real, attr)
 
         def __dir__(self):
@@ -57,9 +57,13 @@ def hide_own(written_by_submission, refuse, getframe) -> None:
     # (the worker's own imports, many of them inside functions): no secret, no frame to read.
     machinery = frozenset({"__spec__", "__path__", "__name__", "__package__", "__loader__", "__file__"})
 
+    # The modules themselves, by stand-in: not an attribute of the stand-in,
+    # which object.__getattribute__ handed a file past the check.
+    reals: dict[int, types.ModuleType] = {}
+
     class Own(types.ModuleType):
         def __getattribute__(self, attr):
-            real = object.__getattribute__(self, "_real")
+            real = reals[id(self)]
             if attr in machinery:
                 return getattr(real, attr)
             if written_by_submission(getframe(1)):
@@ -67,7 +71,7 @@ def hide_own(written_by_submission, refuse, getframe) -> None:
             return getattr(real, attr)
 
         def __setattr__(self, attr, value):
-            real = object.__getattribute__(self, "_real")
+            real = reals[id(self)]
             if written_by_submission(getframe(1)):
                 refuse(f"no changing the judge's own modules: {real.__name__}.{attr}")
             setattr(real, attr, value)
@@ -76,12 +80,12 @@ def hide_own(written_by_submission, refuse, getframe) -> None:
             self.__setattr__(attr, None)
 
         def __dir__(self):
-            return dir(object.__getattribute__(self, "_real"))
+            return dir(reals[id(self)])
 
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
         if isinstance(module, types.ModuleType) and not isinstance(module, Own) \
                 and (name == "judge" or name.startswith("judge.") or os.path.abspath(path).startswith(own)):
             stand_in = Own(module.__name__)
-            object.__setattr__(stand_in, "_real", module)
+            reals[id(stand_in)] = module
             sys.modules[name] = stand_in

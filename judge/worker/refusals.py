@@ -53,6 +53,14 @@ FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code
 # event to call (ctypes.memmove on an address, _posixsubprocess.fork_exec):
 # hidden behind a stand-in.
 HIDDEN_MODULES = ("ctypes", "_ctypes", "_cffi_backend", "cffi", "_posixsubprocess")
+# Torch's ways to compute that never reach its dispatcher (so the operator
+# guard sees nothing), hidden the same way: the tensor-expression compiler
+# (a probe's file added vectors with it), collective operations (a one-rank
+# Gloo group's allreduce summed two local tensors) and the jiterator (CUDA
+# compiled and launched by one C call; its C function is gated too).
+TORCH_BACKDOORS = {"torch._C._te": "torch's tensor-expression compiler",
+                   "torch._C._distributed_c10d": "torch's collective operations",
+                   "torch.cuda.jiterator": "torch's jiterator"}
 
 # Triton's interpreter reads a launch's tensors through their storage, in these
 # functions of this file (judge.worker.gates.HOST).

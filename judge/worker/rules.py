@@ -257,8 +257,10 @@ class Guard:
                       "memory around one (its guard band)")
         if self._copies(name, func, args, kwargs):
             what = "no torch copies" if self._refused else "torch copies of whole tensors only (a scratch clone)"
+            hint = ("; `x[...] = value` fills from a tensor (even a Python number becomes one): use x.fill_(value) or "
+                    "x.zero_()" if name in FILL_OPS else "")
             self.flag(f"rule: {what} in solve in this challenge ({self._refused_why}): aten.{name} "
-                      f"was called ({func}); write it as a Triton kernel")
+                      f"was called ({func}){hint}; write it as a Triton kernel")
         crossing = copy_extent.crossing(name, args, kwargs) if name in TRANSFER_OPS else None
         if crossing:
             self.flag(f"rule: no host round trip of the data: a copy from {crossing[0]} to {crossing[1]} in solve")
@@ -368,15 +370,18 @@ def _origin() -> str:
 
 
 def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
-    """threading.Thread.start while solve runs: the thread's run under a
-    dispatch mode of its own (judge.worker.audit lets only this start
-    threads then)."""
-    run = thread.run
+    """threading.Thread.start while solve runs: the whole of the new thread
+    (threading's bootstrap, not only run) under a dispatch mode of its own
+    (judge.worker.audit lets only this start threads then). Around run
+    alone, a profile hook set by threading.setprofile, an excepthook, or a
+    subclass's own _bootstrap_inner ran the file's torch.mm in the thread
+    before or after the mode."""
+    bootstrap = type(thread)._bootstrap
 
-    def guarded_run():
-        _run_guarded(guard, run)
+    def guarded_bootstrap():
+        _run_guarded(guard, lambda: bootstrap(thread))
 
-    thread.run = guarded_run
+    thread._bootstrap = guarded_bootstrap
     return original_start(thread, *args, **kwargs)
 
 

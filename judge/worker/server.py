@@ -121,7 +121,7 @@ class Worker:
             cpu_cuda.install(msg["path"], tf32=msg.get("emulate_tf32", True))
         from judge.worker.rules import Guard
         path = msg["path"]
-        trusted, sealed = launches.hook_triton(cuda=self.device == "cuda")
+        trusted, sealed = launches.hook_triton(cuda=self.device == "cuda", submission=path)
         self.guard = Guard(submission=os.path.abspath(path), trusted=trusted,
                            refused=msg.get("refused_ops") or (), refused_why=msg.get("refused_why") or "",
                            whole_copies=bool(msg.get("whole_copies")))
