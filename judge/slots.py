@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cases as case_data
+from .sandbox import JUDGE_ROOT
 from .casework import Run, status_of
 from .challenge import Case, Challenge
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
@@ -98,9 +99,11 @@ def spawn(path: Path, device: str, limits: Limits, extra_hidden: list[str] = (),
     `triton_cache`: a Triton cache folder shared by the workers of one
     grading (one submission), so a kernel one compiled the others reuse."""
     # Hidden from a sandboxed worker: the secret, the folder the submission
-    # came from (its neighbours may be other students' files), and whatever
-    # the caller adds (a batch: its results store and the class folder).
-    hidden = [case_data.secret_path().parent, path.resolve().parent, *map(Path, extra_hidden)]
+    # came from (its neighbours may be other students' files), the judge's
+    # reference kernels (a file loaded the matrix product from its path), and
+    # whatever the caller adds (a batch: its results store and the class folder).
+    hidden = [case_data.secret_path().parent, path.resolve().parent, JUDGE_ROOT / "reference",
+              *map(Path, extra_hidden)]
     worker = WorkerProcess(path, device, limits, hidden=hidden, triton_cache=triton_cache)
     worker.start()
     return worker

@@ -18,12 +18,13 @@ class Known:
     files, and the judge's calls of code it trusts (LeetGPU's generators)."""
 
     __slots__ = ("gate_codes", "thread_codes", "skipped_codes", "torch_dir", "judge_files", "passed_files",
-                 "trusting_codes")
+                 "trusting_codes", "genuine")
 
     def __init__(self):
         self.gate_codes = self.thread_codes = self.skipped_codes = frozenset()
         self.judge_files = self.passed_files = self.trusting_codes = frozenset()
         self.torch_dir = None
+        self.genuine = None  # the import check (judge.worker.genuine_import), frozen as the seal closes
 
     def fill(self, gate_codes, thread_codes, stand_in_codes, torch_dir, judge_files, passed_files,
              trusting_codes) -> None:
@@ -51,7 +52,7 @@ def library_roots(submission: str) -> tuple[str, ...]:
 
 def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: Known):
     """(blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission,
-    names_the_gate), each taking the innermost frame to read from."""
+    names_the_gate, file_on_stack), each taking the innermost frame to read from."""
     import weakref
     # Library code that calls back what someone handed it, at a moment of its
     # own (a finalizer run by the collector in the middle of the worker's
@@ -59,7 +60,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
     callbacks = frozenset({weakref.finalize.__call__.__code__})
 
     from judge.worker import genuine_import
-    genuine = genuine_import.checker()
+    genuine = known.genuine = genuine_import.checker()
 
     def library_import(frame) -> bool:
         """Module-level code of an installed file, run by a real first import
@@ -235,6 +236,19 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         caller = frame.f_back
         return caller is None or caller.f_code in known.gate_codes or any(attr in n for n in caller.f_code.co_names)
 
+    def file_on_stack(frame) -> bool:
+        """The file's code, or code of no known file, anywhere on the stack,
+        whatever import or trusted code lies between (unless the judge runs
+        it on purpose: `trusting_codes`)."""
+        while frame is not None:
+            code = frame.f_code
+            if code in known.trusting_codes:
+                return not on_purpose(frame)
+            if code.co_filename == submission or unknown(code.co_filename):
+                return True
+            frame = frame.f_back
+        return False
+
     def written_by_submission(frame) -> bool:
         """Is the first frame outward that is not an installed library's the
         file's code, or code of no known file? (unittest.mock's
@@ -249,7 +263,8 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             frame = frame.f_back
         return False
 
-    return blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission, names_the_gate
+    return (blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission, names_the_gate,
+            file_on_stack)
 
 
 def same_source(filename: str, source) -> bool:

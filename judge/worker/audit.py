@@ -2,41 +2,31 @@
 code may not do, whoever it is spelled through.
 
 Installed once, before the submission is imported; CPython offers no way to
-remove an audit hook, and everything the hook decides with (the
-submission's path, the code objects of the judge's trusted entry points, the
-violations seen so far, the sealed objects) lives in its closure. Nothing
-else refers to the hook function: the only route to it is the garbage
-collector, which the hook itself refuses to the submission.
+remove an audit hook. What the hook decides with (the submission's path, the
+judge's trusted code objects, the violations, the sealed objects) lives in
+its closure; only the garbage collector reaches the hook, and the hook
+refuses the collector's lists to the submission.
 
-Who is asking. An event is blamed on the submission when, walking the
-Python stack outward from the event, a frame of the submission's file comes
-before any trusted frame (the judge's wrapper around Triton's launches, the
-guard's own checks) and before the module-level code of another file being
-imported (a library's own initialisation), or when code of no known file
-(compiled from a string) is anywhere on the way, unless the judge runs it on
-purpose (judge.worker.attribution). Triton's compiler starting
-`ptxas`, torch loading its libraries with ctypes, the interpreter reading
-its frames: none of these has a submission frame nearer than a trusted one.
-Frames are classified by their code objects, and a code object cannot claim
-another file's name: compiling source under the name of a file it is not
-(or building a code object, or swapping a function's __code__) is itself
-refused to the submission.
+Who is asking: an event is blamed on the submission when, walking the stack
+outward, a frame of its file comes before any trusted frame (the judge's
+launch wrapper, the guard's checks) and before a library's own first import
+(judge.worker.genuine_import), or when code of no known file (compiled from
+a string) is on the way, unless the judge runs it on purpose
+(judge.worker.attribution). Frames are told apart by their code objects,
+which cannot claim another file's name: compiling under such a name,
+building code objects, marshal.loads and swapping __code__ are refused.
 
-Refused to the submission (at import and in solve alike; each a violation,
-`rejected`, remembered even if the file catches the exception): ctypes and
-cffi (foreign calls, raw memory, the modules themselves); compute libraries
-(cupy, jax, numba, scipy...: LeetGPU's "Triton and the framework's native
-features only"); the collector's object lists, other threads' frames and
-frames reached from tracebacks or generators (ways to dig the guard out of
-memory); new processes and sockets (judge.worker.refusals has the tables).
+Refused to the submission, at import and in solve (a violation, `rejected`,
+remembered even if the file catches the exception): ctypes and cffi;
+compute libraries (cupy, jax, numba, scipy...: LeetGPU's "Triton and the
+framework's native features only"); the collector's object lists, other
+threads' frames, frames reached from tracebacks or generators; new
+processes and sockets (judge.worker.refusals has the tables).
 
-The hook also keeps what nothing else may reach: the originals of torch's
-ways past the operator guard (judge.worker.gates), let through only for
-the guard's own work; and it tells, from the stack, whose code asks for a
-torch operator once the file is imported (the worker's own modules, the
-judge's Triton wrapper, or the submission's: judge.worker.rules). It runs
-with Python's collector off, so no finalizer of the file's runs while it
-is busy.
+The hook also keeps the originals of torch's ways past the operator guard
+(judge.worker.gates), let through only for the guard's own work, and tells
+from the stack whose code asks for a torch operator (judge.worker.rules).
+It runs with Python's collector off, so no finalizer runs while it is busy.
 """
 
 from __future__ import annotations
@@ -48,7 +38,7 @@ import threading
 
 from judge.worker import module_guard
 from judge.worker.refusals import (DENIED_IMPORTS, FRAME_ATTRS, HIDDEN_MODULES, INTERPRETER_COPIES,
-                                   INTERPRETER_FILE, MODE_STACK, REFUSED, RULE, TORCH_BACKDOORS)
+                                   INTERPRETER_FILE, MODE_STACK, REFUSED, RULE, TORCH_BACKDOORS, gate_refusal)
 
 _installed = False
 
@@ -78,7 +68,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     # The tables the hook reads, bound here: a module's names can be rebound
     # by anyone (the file could have emptied REFUSED), the hook's own cannot.
     refused_events, denied_imports, frame_attrs, mode_stack = REFUSED, DENIED_IMPORTS, FRAME_ATTRS, MODE_STACK
-    interpreter_copies, interpreter_file, rule = INTERPRETER_COPIES, INTERPRETER_FILE, RULE
+    interpreter_copies, interpreter_file, rule, refusal_text = INTERPRETER_COPIES, INTERPRETER_FILE, RULE, gate_refusal
     submission = os.path.abspath(submission)
     trusted = frozenset(trusted_codes)
     violations: list[str] = []
@@ -96,7 +86,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     known = attribution.Known()
     roots = attribution.library_roots(submission)
     (blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission,
-     names_the_gate) = attribution.readers(submission, trusted, roots, known)
+     names_the_gate, reaches_file) = attribution.readers(submission, trusted, roots, known)
     from judge.worker import genuine_import
     real_bytecode = functools.partial(genuine_import.checker().real_bytecode, roots=roots)
     from judge.worker import gates, rules
@@ -168,13 +158,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             box.append(POST_NONE)
             return
         if not allowed:
-            refuse("no threads but threading.Thread's in solve (which run under the rules)" if kind == "thread"
-                   else f"no host round trip of the data ({name})" if kind == "host"
-                   else f"no host round trip of the data ({name} of a tensor in a tensor builder's data: "
-                        "use Python numbers)" if kind == "scalar"
-                   else f"no signal handlers: one runs the file's code outside solve's rules ({name})"
-                   if name.partition(".")[0] in ("signal", "_signal")
-                   else f"no way around the operator guard ({name})")
+            refuse(refusal_text(kind, name))
         # The stand-in makes the call itself, once this hook has returned:
         # nothing the call runs (a tensor subclass's __torch_function__, an
         # argument's __index__) finds this hook's frames, and with them the
@@ -308,6 +292,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     return
                 elif event == "tritonjudge.close_seal":
                     sealed_closed[0] = True
+                    known.genuine.freeze()  # sys.modules as the file finds it (judge.worker.genuine_import)
                     return
                 else:
                     number = None
@@ -359,7 +344,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             else:
                 for prefix, what in refused_events:
                     if event.startswith(prefix):
-                        if blame(frame):
+                        # The collector's lists and other threads' frames: no import excuses them
+                        # (a planted module had webbrowser's real import fetch gc's list).
+                        if blame(frame) or (prefix.startswith(("gc.", "sys._current")) and reaches_file(frame)):
                             refuse(f"{what}: {event}")
                         break
         finally:

@@ -398,4 +398,7 @@ def install(submission: str | None = None, tf32: bool = True) -> None:
         driver.set_active(Driver())
     except (ImportError, AttributeError):  # another Triton: its driver as it is
         pass
-    _mode_class(submission)().__enter__()
+    mode = _mode_class(submission)
+    mode().__enter__()
+    from judge.worker import rules
+    rules.thread_function_modes((mode,))  # torch's function modes are per thread: solve's threads enter one too

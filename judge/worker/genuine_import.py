@@ -18,9 +18,15 @@ machinery, now, for the first time:
   _call_with_frames_removed, with a loader of importlib's own classes;
 - it sees the real builtins, unchanged since the worker started, and
   importlib's loading functions are the ones it started with.
-A forged or planted import fails one of these. (An import whose own
-dependencies the file planted in sys.modules is still a real import: the
-gates also ask that the code calling them names them: judge.worker.audit.)
+- the modules sys.modules held when the worker started are still the ones
+  it holds: a probe's file put a `threading` of its own there, whose RLock
+  was gc.get_objects, and imported webbrowser afresh (`_lock =
+  threading.RLock()` handed it the collector's list, and the guard's kept
+  originals in it).
+A forged or planted import fails one of these. (A dependency the file plants
+under a name not yet imported still reaches a real import: the gates also ask
+that the code calling them names them, and the collector's lists are refused
+whatever import is under way: judge.worker.audit.)
 """
 
 from __future__ import annotations
@@ -46,10 +52,15 @@ def checker():
                        (external.SourceLoader, "source_to_code"), (external._LoaderBasics, "exec_module"),
                        (external, "_compile_bytecode"), (bootstrap, "_call_with_frames_removed"))
     kept = tuple((owner, name, getattr(owner, name)) for owner, name in machinery_parts)
+    loaded: list = []  # sys.modules as the seal closes (freeze): the stand-ins for ctypes and the judge in place
+    seen: dict = {}  # a module's code -> its verdict, once per import (the check reads every module)
 
     def unchanged() -> bool:
         return (all(real_builtins.get(key) is value for key, value in snapshot)
                 and all(getattr(owner, name, None) is value for owner, name, value in kept))
+
+    def modules_unchanged() -> bool:
+        return all(modules.get(name) is module for name, module in loaded)
 
     def genuine(frame) -> bool:
         code = frame.f_code
@@ -65,7 +76,13 @@ def checker():
         if caller is None or caller.f_code is not call_code:
             return False
         loader_frame = caller.f_back
-        return loader_frame is not None and loader_frame.f_code is exec_code and unchanged()
+        if loader_frame is None or loader_frame.f_code is not exec_code or not unchanged():
+            return False
+        # Checked at the import's first event that reaches this frame (its
+        # first import of another module, where a planted one is fetched).
+        if code not in seen:
+            seen[code] = modules_unchanged()
+        return seen[code]
 
     compile_code = external._compile_bytecode.__code__
     get_codes = frozenset({external.SourceLoader.get_code.__code__, external.SourcelessFileLoader.get_code.__code__})
@@ -83,5 +100,10 @@ def checker():
         source = reader.f_locals.get("source_path") or reader.f_locals.get("path")
         return type(source) is str and source.startswith(roots)
 
+    def freeze() -> None:
+        if not loaded:
+            loaded.extend(modules.items())
+
     genuine.real_bytecode = real_bytecode
+    genuine.freeze = freeze
     return genuine

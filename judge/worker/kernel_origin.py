@@ -6,9 +6,11 @@ batched outer product, made to transpose a matrix) or the judge's reference
 matrix product, loaded from its path, wrote no kernel and was accepted.
 
 So a launch in the worker (judge.worker.launches) runs a kernel whose
-Python function comes from the submission's file, or from no file at all
-(source the file built and compiled itself: its own work, as pasted code
-is). A kernel defined in any other file on disk (a library's, the judge's)
+Python function comes from the submission's file, from a file the worker
+wrote itself (in its scratch folder: a template filled in and imported),
+or from no file at all (source the file built and compiled itself: its own
+work, as pasted code is). A kernel defined in any other file on disk (a
+library's, the judge's)
 is refused, unless the worker's own code launches it (the timer's check
 sums): told by the identity of the judge function that launches, never by
 a file name, since a copy of that module loaded from its path is the
@@ -27,6 +29,7 @@ def checker(submission: str, launchers: frozenset):
     breaks. `launchers`: code objects of the worker's own functions that
     launch its own kernels (judge.check_sums.sums)."""
     own = os.path.abspath(submission)
+    scratch = os.path.dirname(own) + os.sep  # the worker's own folder (its TMPDIR is below it)
     isfile, abspath, getframe = os.path.isfile, os.path.abspath, sys._getframe
 
     def check(kernel) -> str | None:
@@ -34,7 +37,7 @@ def checker(submission: str, launchers: frozenset):
         if type(fn) is not types.FunctionType:  # Triton wraps functions; nothing to attribute
             return None
         filename = fn.__code__.co_filename
-        if not isfile(filename) or abspath(filename) == own:
+        if not isfile(filename) or abspath(filename).startswith(scratch):
             return None
         frame = getframe(2)  # past this check and the launch wrapper
         while frame is not None:

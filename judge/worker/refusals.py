@@ -70,3 +70,16 @@ INTERPRETER_COPIES = frozenset({"_to_cpu", "_from_cpu", "_init_args_hst", "_rest
 # The gates the guard itself goes through, entering and leaving its modes.
 MODE_STACK = frozenset({"_push_on_torch_dispatch_stack", "_pop_torch_dispatch_stack", "_set_dispatch_mode",
                         "_unset_dispatch_mode"})
+
+
+def gate_refusal(kind: str, name: str) -> str:
+    """The rule a call through a gate (judge.worker.gates) breaks, by the gate's kind."""
+    if kind == "thread":
+        return "no threads but threading.Thread's in solve (which run under the rules)"
+    if kind == "host":
+        return f"no host round trip of the data ({name})"
+    if kind == "scalar":
+        return f"no host round trip of the data ({name} of a tensor in a tensor builder's data: use Python numbers)"
+    if name.partition(".")[0] in ("signal", "_signal"):
+        return f"no signal handlers: one runs the file's code outside solve's rules ({name})"
+    return f"no way around the operator guard ({name})"

@@ -386,7 +386,9 @@ def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
 
 
 def _run_guarded(guard: Guard, run) -> None:
-    with guard._make_mode():
+    with guard._make_mode(), contextlib.ExitStack() as modes:
+        for mode in _THREAD_MODES:  # CPU mode: "cuda" means the CPU in solve's threads too
+            modes.enter_context(mode())
         if _GATED:  # CPU mode: no Python of the file's while another thread's kernel is interpreted
             from judge.worker import launch_gate
             launch_gate.gate_this_thread()
@@ -394,11 +396,17 @@ def _run_guarded(guard: Guard, run) -> None:
 
 
 _GATED = False  # set once by the CPU worker (gate_threads), before the module is sealed and the file imported
+_THREAD_MODES: tuple = ()  # torch function modes every thread solve starts enters (set once, likewise)
 
 
 def gate_threads() -> None:
     global _GATED
     _GATED = True
+
+
+def thread_function_modes(modes: tuple) -> None:
+    global _THREAD_MODES
+    _THREAD_MODES = tuple(modes)
 
 
 def gate_codes() -> tuple[set, set]:
