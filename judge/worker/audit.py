@@ -354,10 +354,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
 
     sealed_closed = [False]
     sys.addaudithook(hook)
-    for name in HIDDEN_MODULES:
-        module_guard.hide(name, blame, refuse, getframe)
-    for name, what in TORCH_BACKDOORS.items():
-        module_guard.hide(name, blame, refuse, getframe, f"no torch compute past the operator guard ({what})")
+    module_guard.hide({**{name: "no foreign calls or raw memory access" for name in HIDDEN_MODULES},
+                       **{name: f"no torch compute past the operator guard ({what})"
+                          for name, what in TORCH_BACKDOORS.items()}}, blame, refuse, getframe)
     module_guard.hide_own(written_by_submission, refuse, getframe)
 
 
