@@ -113,7 +113,7 @@ def init(name, path):
               help="Challenge to grade against (see `judge challenges`). Default: the challenge whose "
                    "folder holds PATH (its examples), else matrix_multiplication.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), help="Run seed: the same seed reproduces the same case data on this install.")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Run seed: the same seed reproduces the same case data on this install.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]),
               help="Where kernels run. Default: cuda if available, else cpu (Triton interpreter).")
 @click.option("--policy",
@@ -194,7 +194,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
               help="The LeetGPU GPU to answer for. t4 has no TF32, so a default tl.dot computes in float32 "
                    "there and in TF32 on the others; on CPU that is what is emulated.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), help="Run seed, to reproduce a run's case data.")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Run seed, to reproduce a run's case data.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), help="Default: cuda if available, else cpu.")
 @click.option("--workers", type=click.IntRange(1, 16), default=None, help="Worker processes (as for submit).")
 def check(path, challenge_name, gpu, as_json, seed, device, workers):

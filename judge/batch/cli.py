@@ -27,7 +27,7 @@ import click
               help="Worker processes per grading, as in judge submit. Default: three quarters of the CPU "
                    "cores shared among the lanes, 1 to 4 each (one lane: as judge submit).")
 @click.option("--policy", default=None, help="Tolerance policy (default: the challenge's).")
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), default=None,
               help="Case data seed for the whole batch (default: one chosen at the first run and kept).")
 @click.option("--scoring", "scoring_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="A scoring policy file (TOML or JSON), as in judge submit.")

@@ -18,7 +18,12 @@ def short_traceback(exc: BaseException, limit: int = 4000) -> str:
     judge_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not os.path.abspath(f.filename).startswith(judge_dir) and not f.filename.startswith("<frozen")]
-    text = "".join(traceback.format_list(frames[-8:]))
+    # The file's own frames first: a compile error's trace was Triton's code
+    # generator and ast from end to end, and a one-line summary of the
+    # message never reached the error (a probe's honest file). Libraries'
+    # frames only where the file has none.
+    own = [f for f in frames if not _library(f.filename)]
+    text = "".join(traceback.format_list((own or frames)[-8:]))
     text += "".join(traceback.format_exception_only(type(exc), exc))
     cause, seen = exc.__cause__, {id(exc)}
     while cause is not None and id(cause) not in seen and len(seen) < 4:  # a compile error's reason, inside a helper
@@ -26,6 +31,21 @@ def short_traceback(exc: BaseException, limit: int = 4000) -> str:
         text += "caused by: " + "".join(traceback.format_exception_only(type(cause), cause))
         cause = cause.__cause__
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def _stdlib() -> str:
+    import sysconfig
+    return os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+_STDLIB = _stdlib()  # read once, as the worker starts
+
+
+def _library(filename: str) -> bool:
+    """A file of an installed package or of Python's standard library."""
+    path = os.path.abspath(filename)
+    parts = path.split(os.sep)
+    return "site-packages" in parts or "dist-packages" in parts or path.startswith(_STDLIB)
 
 
 def reaches_a_function(solve, depth: int = 0) -> bool:
