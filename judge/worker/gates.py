@@ -28,6 +28,11 @@ import importlib
 import os
 import sys
 
+# TorchScript's switches that turn a fuser on (each also gated: GATED).
+JIT_FUSER_SWITCHES = ("_jit_set_texpr_fuser_enabled", "_jit_override_can_fuse_on_cpu", "_jit_override_can_fuse_on_gpu",
+                      "_jit_override_can_fuse_on_cpu_legacy", "_jit_set_llga_enabled", "_jit_set_nvfuser_enabled",
+                      "_jit_set_texpr_reductions_enabled", "_jit_set_fusion_strategy")
+
 # (module, attribute) or (module, class, attribute): each gated where present.
 GATED = (
     # the dispatch mode stack
@@ -53,6 +58,11 @@ GATED = (
     ("triton._C.libtriton.nvidia.cublas", "CublasLt"),
     # CUDA compiled and launched by torch in one C call (torch.cuda.jiterator's)
     ("torch._C", "_cuda_jiterator_compile_and_launch_kernel"),
+    # TorchScript's fusers, switched off before the file exists (jit_fusers_off):
+    # a fused graph computes in a kernel of its own, and the guard saw only its
+    # output's allocation (a scripted (a + b) * 1.0, profiled at import, added
+    # the vectors in solve; NNC fused a whole softmax too)
+    *(("torch._C", name) for name in JIT_FUSER_SWITCHES),
     # the collector switched back on: a collection in the courier's threads
     # would run the file's finalizers free of their filter (judge.worker.courier)
     ("gc", "enable"), ("gc", "set_threshold"),
@@ -124,6 +134,7 @@ def install() -> list[tuple[object, str]]:
     operators; returns the (owner, attribute) pairs replaced, to seal."""
     if _installed:
         raise RuntimeError("the gates are installed once per process")
+    jit_fusers_off()
     replaced: list[tuple[object, str]] = []
     stand_ins: dict[int, object] = {}  # id of an original -> its stand-in
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # set by the judge for a CPU worker
@@ -147,6 +158,22 @@ def install() -> list[tuple[object, str]]:
     _gate_existing_overloads()
     _installed.append(True)
     return replaced
+
+
+def jit_fusers_off() -> None:
+    """Every TorchScript fuser off (NNC on CPU and GPU, oneDNN Graph, nvFuser):
+    a scripted function then runs operator by operator, through the guard."""
+    import torch
+    for name, value in (("_jit_set_texpr_fuser_enabled", False), ("_jit_override_can_fuse_on_cpu", False),
+                        ("_jit_override_can_fuse_on_gpu", False), ("_jit_override_can_fuse_on_cpu_legacy", False),
+                        ("_jit_set_llga_enabled", False), ("_jit_set_nvfuser_enabled", False),
+                        ("_jit_set_texpr_reductions_enabled", False)):
+        switch = getattr(torch._C, name, None)
+        if switch is not None:
+            try:
+                switch(value)
+            except (RuntimeError, TypeError):  # a build without that fuser
+                pass
 
 
 def _gate_builders(stand_ins: dict[int, object]) -> list[tuple[object, str]]:
