@@ -87,8 +87,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     roots = attribution.library_roots(submission)
     (blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission,
      names_the_gate, reaches_file) = attribution.readers(submission, trusted, roots, known)
-    from judge.worker import genuine_import
-    real_bytecode = functools.partial(genuine_import.checker().real_bytecode, roots=roots)
+    real_bytecode = functools.partial(known.genuine.real_bytecode, roots=roots)  # the readers' import check
     from judge.worker import gates, rules
     # The code that may ask the hook for a verdict on an operator's origin,
     # for the violations, or (past the seal) to keep an overload's kernel.

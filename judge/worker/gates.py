@@ -164,14 +164,11 @@ def jit_fusers_off() -> None:
     """Every TorchScript fuser off (NNC on CPU and GPU, oneDNN Graph, nvFuser):
     a scripted function then runs operator by operator, through the guard."""
     import torch
-    for name, value in (("_jit_set_texpr_fuser_enabled", False), ("_jit_override_can_fuse_on_cpu", False),
-                        ("_jit_override_can_fuse_on_gpu", False), ("_jit_override_can_fuse_on_cpu_legacy", False),
-                        ("_jit_set_llga_enabled", False), ("_jit_set_nvfuser_enabled", False),
-                        ("_jit_set_texpr_reductions_enabled", False)):
+    for name in JIT_FUSER_SWITCHES:
         switch = getattr(torch._C, name, None)
-        if switch is not None:
+        if switch is not None and name != "_jit_set_fusion_strategy":  # a strategy, not an on/off switch
             try:
-                switch(value)
+                switch(False)
             except (RuntimeError, TypeError):  # a build without that fuser
                 pass
 
