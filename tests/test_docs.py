@@ -30,3 +30,20 @@ def test_main_command_grades_an_existing_example():
 def test_results_linked_from_readme_exist():
     for link in re.findall(r"\]\((bench/results/[^)]+)\)", README):
         assert (ROOT / link.split("#")[0]).is_file(), link  # an anchor names a part of the file
+
+
+def test_links_in_docs_resolve():
+    """The long-form pages under docs/ link to results, fixtures and code by
+    relative paths: each must name a file or folder that exists."""
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = re.sub(r"`[^`]*`", "", page.read_text())  # code spans hold no links
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            if link.startswith(("http:", "https:", "#", "mailto:")):
+                continue
+            target = (page.parent / link.split("#")[0]).resolve()
+            assert target.exists(), f"{page.name}: {link}"
+
+
+def test_readme_links_to_docs_resolve():
+    for link in re.findall(r"\]\((docs/[^)\s#]+)", README):
+        assert (ROOT / link).exists(), link
