@@ -45,7 +45,11 @@ def _module_files(names) -> set[str]:
     return files
 
 
-OWN_MODULES = JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda")
+# What the audit hook calls to tell whose code asks (blame, genuine imports,
+# a kernel's origin): not blamed as the judge's, but sealed with it, as their
+# functions read each other through their module's globals at every call.
+HOOK_HELPERS = ("judge.worker.attribution", "judge.worker.genuine_import", "judge.worker.kernel_origin")
+OWN_MODULES = JUDGE_MODULES + CPU_MODULES + ("judge.worker.autotune", "judge.worker.cpu_cuda") + HOOK_HELPERS
 
 
 def import_own_modules() -> None:
