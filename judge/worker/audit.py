@@ -38,7 +38,8 @@ import threading
 
 from judge.worker import module_guard
 from judge.worker.refusals import (DENIED_IMPORTS, FRAME_ATTRS, HIDDEN_MODULES, INTERPRETER_COPIES,
-                                   INTERPRETER_FILE, MODE_STACK, REFUSED, RULE, TORCH_BACKDOORS, gate_refusal)
+                                   INTERPRETER_FILE, MODE_STACK, REFUSED, RULE, TORCH_BACKDOORS, TRACING,
+                                   gate_refusal)
 
 _installed = False
 
@@ -68,6 +69,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     # The tables the hook reads, bound here: a module's names can be rebound
     # by anyone (the file could have emptied REFUSED), the hook's own cannot.
     refused_events, denied_imports, frame_attrs, mode_stack = REFUSED, DENIED_IMPORTS, FRAME_ATTRS, MODE_STACK
+    tracing_events = TRACING
     interpreter_copies, interpreter_file, rule, refusal_text = INTERPRETER_COPIES, INTERPRETER_FILE, RULE, gate_refusal
     submission = os.path.abspath(submission)
     trusted = frozenset(trusted_codes)
@@ -80,7 +82,11 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     gc_isenabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
     isabs = os.path.isabs
     from judge.worker.rules import RuleViolation
-    from judge.worker import attribution
+    from judge.worker import attribution, launch_gate
+    # The only code that sets a trace function: the CPU mode's gate on solve's
+    # threads. Anyone else's profile or trace function is handed every C
+    # function called, the originals behind the gates among them.
+    tracers = frozenset({launch_gate.gate_this_thread.__code__, launch_gate.launching.__wrapped__.__code__})
     kept: list[tuple[object, str]] = []  # the originals behind judge.worker.gates, and their kind
     # Filled once, before the seal closes (gate_codes()); read by the frame readers.
     known = attribution.Known()
@@ -146,6 +152,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                        or (kind == "host" and host_allowed(caller))
                        or (kind == "thread" and thread_allowed(caller))
                        or (kind == "scalar" and not (builder_reading() and origin(caller) == "submission"))
+                       or (kind == "script" and not blame(caller))
                        or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in mode_stack))
                        ) and (kind not in ("call", "submission", "thread") or names_the_gate(caller, name))
         finally:
@@ -345,6 +352,12 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     if event.startswith(prefix):
                         # The collector's lists and other threads' frames: no import excuses them
                         # (a planted module had webbrowser's real import fetch gc's list).
+                        # Tracing hooks: from no one's code but the worker's tracer. A library
+                        # set the file's (threading's bootstrap for threading.setprofile, a
+                        # partial of sys.setprofile called by a library's real import), and
+                        # its calls handed over the gates' originals (judge.worker.gates).
+                        if prefix in tracing_events and frame.f_code not in tracers:
+                            refuse(f"{what}: {event}")
                         if blame(frame) or (prefix.startswith(("gc.", "sys._current")) and reaches_file(frame)):
                             refuse(f"{what}: {event}")
                         break

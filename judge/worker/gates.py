@@ -118,6 +118,41 @@ BUILDERS = tuple(("torch._C", "_VariableFunctionsClass", name, 0) for name in (
 # below its launch, gets the address itself.
 ADDRESSES = (("torch._C", "TensorBase", "data_ptr"), ("torch._C", "TensorBase", "const_data_ptr"))
 ADDRESS_TAG = 1 << 62
+# TorchScript run or built by the file's code: the guard sees each operator a
+# scripted function dispatches, but TorchScript's own prim::tolist reads a
+# tensor below the dispatcher (on the CPU, where inputs are host tensors, a
+# function compiled from a string read them as lists: accepted; a GPU copies
+# first, through the guard). Every method of its C classes, their dunders
+# (a scripted class's __len__ or __getitem__ runs its TorchScript) and the
+# functions that compile, load or interpret it; torch's own use at a
+# library's import goes on (judge.worker.audit: kind "script").
+SCRIPT_CLASSES = ("ScriptFunction", "ScriptMethod", "ScriptObject", "ScriptModule", "ScriptClass",
+                  "LiteScriptModule", "CompilationUnit")
+SCRIPT_FUNCTIONS = ("_jit_interpret_graph", "_jit_script_compile", "_jit_script_class_compile",
+                    "_jit_script_interface_compile", "_create_function_from_graph", "_create_function_from_trace",
+                    "_create_function_from_trace_with_dict", "_create_module_with_type", "import_ir_module",
+                    "import_ir_module_from_buffer", "_import_ir_module_from_package", "_load_for_lite_interpreter",
+                    "_load_for_lite_interpreter_from_buffer", "_load_jit_module_from_bytes",
+                    "_load_jit_module_from_file", "_load_mobile_module_from_bytes", "_load_mobile_module_from_file",
+                    "_jit_trace_graph", "_jit_trace_module", "parse_ir")
+# What a class's own dictionary holds that is no code of TorchScript's: left alone.
+_NOT_SCRIPT = {"__doc__", "__module__", "__dict__", "__weakref__", "_pybind11_conduit_v1_", "__new__",
+               "__init_subclass__", "__subclasshook__", "__getstate__", "__setstate__"}
+
+
+def script_entries() -> tuple:
+    """(module, class, method) of every method of TorchScript's C classes, and
+    (module, function) of its compilers, loaders and interpreter, present in this torch."""
+    import torch
+    entries = [("torch._C", name) for name in SCRIPT_FUNCTIONS if hasattr(torch._C, name)]
+    for name in SCRIPT_CLASSES:
+        cls = getattr(torch._C, name, None)
+        if isinstance(cls, type):
+            entries += [("torch._C", name, key) for key, value in vars(cls).items()
+                        if key not in _NOT_SCRIPT and callable(value)]
+    return tuple(entries)
+
+
 # Refused only when the submission's own code asks (at import, or directly
 # in solve): Triton's autotuner may capture a CUDA graph to time configs.
 SUBMISSION_ONLY = {("torch._C", "_CUDAGraph", "capture_begin"), ("gc", "enable"), ("gc", "set_threshold"),
@@ -138,14 +173,15 @@ def install() -> list[tuple[object, str]]:
     replaced: list[tuple[object, str]] = []
     stand_ins: dict[int, object] = {}  # id of an original -> its stand-in
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # set by the judge for a CPU worker
-    for target in GATED + THREADS + HOST + SCALARS + (ADDRESSES if interpreted else ()) + (OVERLOADS,):
+    script = script_entries()
+    for target in GATED + THREADS + HOST + SCALARS + (ADDRESSES if interpreted else ()) + (OVERLOADS,) + script:
         owner = _owner(target[:-1])
         original = getattr(owner, target[-1], None) if owner is not None else None
         if original is None or id(original) in stand_ins:
             continue
         kind = ("overload" if target == OVERLOADS else "submission" if target in SUBMISSION_ONLY
                 else "thread" if target in THREADS else "host" if target in HOST else "scalar" if target in SCALARS
-                else "address" if target in ADDRESSES else "call")
+                else "address" if target in ADDRESSES else "script" if target in script else "call")
         stand_in = _stand_in(_keep(original, kind), ".".join(target))
         try:
             setattr(owner, target[-1], stand_in)

@@ -47,6 +47,9 @@ REFUSED = (
     ("code.__new__", "no hand-made code objects"),
     ("function.__new__", "no hand-made functions"),
 )
+# The tracing hooks among them: refused to everyone but the worker's own tracer.
+TRACING = frozenset({"sys.setprofile", "sys.settrace", "sys._setprofileallthreads", "sys._settraceallthreads",
+                     "sys.monitoring"})
 # Attribute reads that hand out frames (object.__getattr__ events).
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
 # Modules already loaded by torch and Triton whose functions need no audit
@@ -80,6 +83,9 @@ def gate_refusal(kind: str, name: str) -> str:
         return f"no host round trip of the data ({name})"
     if kind == "scalar":
         return f"no host round trip of the data ({name} of a tensor in a tensor builder's data: use Python numbers)"
+    if kind == "script":
+        return (f"no TorchScript in the file ({name}): it reads tensors below the operator guard; "
+                "write the computation as a Triton kernel")
     if name.partition(".")[0] in ("signal", "_signal"):
         return f"no signal handlers: one runs the file's code outside solve's rules ({name})"
     return f"no way around the operator guard ({name})"

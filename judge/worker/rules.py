@@ -386,13 +386,16 @@ def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
 
 
 def _run_guarded(guard: Guard, run) -> None:
-    with guard._make_mode(), contextlib.ExitStack() as modes:
-        for mode in _THREAD_MODES:  # CPU mode: "cuda" means the CPU in solve's threads too
-            modes.enter_context(mode())
-        if _GATED:  # CPU mode: no Python of the file's while another thread's kernel is interpreted
-            from judge.worker import launch_gate
-            launch_gate.gate_this_thread()
-        run()
+    # Entered, never left: the thread's own end (its thread-locals' finalizers,
+    # run as Python clears its state) runs under the mode too; left at the end
+    # of run, a finalizer's torch.add ran unseen, before join() returned.
+    guard._make_mode().__enter__()
+    for mode in _THREAD_MODES:  # CPU mode: "cuda" means the CPU in solve's threads too
+        mode().__enter__()
+    if _GATED:  # CPU mode: no Python of the file's while another thread's kernel is interpreted
+        from judge.worker import launch_gate
+        launch_gate.gate_this_thread()
+    run()
 
 
 _GATED = False  # set once by the CPU worker (gate_threads), before the module is sealed and the file imported
