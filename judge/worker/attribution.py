@@ -78,12 +78,15 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         for whoever made it, never for an installed library."""
         return not (known_file(filename) or filename in known.judge_files)
 
-    def blame(frame) -> bool:
+    def blame(frame, through_imports: bool = False) -> bool:
         """Is the submission's own code behind this event? Its file's code
         nearer than any trusted frame and than another module's own
         initialisation (an import); or code of no known file anywhere on the
         stack, unless the judge runs it on purpose (a LeetGPU challenge's
-        own code, compiled from the clone's text: `trusting_codes`)."""
+        own code, compiled from the clone's text: `trusting_codes`).
+        `through_imports`: an import the file started is no excuse either
+        (a library's real first import called what the file had put in
+        place of one of threading's names: sys.setprofile, for the file)."""
         made = False  # code of no known file seen
         while frame is not None:
             code = frame.f_code
@@ -95,7 +98,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
                 return True
             if unknown(code.co_filename):
                 made = True
-            elif library_import(frame):
+            elif not through_imports and library_import(frame):
                 return made  # another module's own initialisation (an import), unless made code runs in it
             frame = frame.f_back
         return made

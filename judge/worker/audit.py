@@ -358,7 +358,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                         # its calls handed over the gates' originals (judge.worker.gates).
                         if prefix in tracing_events and frame.f_code not in tracers:
                             refuse(f"{what}: {event}")
-                        if blame(frame) or (prefix.startswith(("gc.", "sys._current")) and reaches_file(frame)):
+                        # Nor does an import the file started excuse the rest.
+                        if blame(frame, True) or (prefix.startswith(("gc.", "sys._current")) and reaches_file(frame)):
                             refuse(f"{what}: {event}")
                         break
         finally:
