@@ -134,9 +134,9 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             if code in known.thread_codes or code in trusted:
                 return True
             if code.co_filename == submission or code in callbacks or unknown(code.co_filename):
+                # A library's import the file started is no excuse (its top-level
+                # `_lock = threading.RLock()` started the file's thread, RLock swapped).
                 return False
-            if library_import(frame):
-                return True
             frame = frame.f_back
         return True
 
