@@ -50,6 +50,16 @@ def library_roots(submission: str) -> tuple[str, ...]:
     return tuple(roots)
 
 
+def top_package(filename: str, roots: tuple[str, ...]) -> str | None:
+    """The top-level module an installed file belongs to (site-packages/cupy/x.py:
+    "cupy"), or None outside the import path."""
+    for root in roots:
+        if filename.startswith(root):
+            first = filename[len(root):].split(os.sep, 1)[0]
+            return first.split(".", 1)[0]
+    return None
+
+
 def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: Known):
     """(blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission,
     names_the_gate, file_on_stack), each taking the innermost frame to read from."""
@@ -118,10 +128,13 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
                 return mode_stack
             if code in known.skipped_codes or (torch_dir and code.co_filename.startswith(torch_dir)):
                 if code.co_name == "<module>":
-                    return genuine(frame)  # torch importing a module of its own
+                    # torch importing a module of its own, unless the file started the import
+                    return genuine(frame) and not blame(frame.f_back, True)
                 frame = frame.f_back
                 continue
-            return library_import(frame)
+            # A library's import, unless the file started it: its top-level code had
+            # called torch's own _pop_mode for the file (a partial in threading.RLock's place).
+            return library_import(frame) and not blame(frame.f_back, True)
         return False
 
     def thread_allowed(frame) -> bool:
@@ -223,9 +236,16 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
                            if code is not None and code.co_filename == logging.__file__])
 
     def innermost_is_submission(frame) -> bool:
+        """The file's code (or code of no known file) asks for a frame
+        itself, or a library's top-level code does, in an import the file
+        started (a partial of sys._getframe in threading.RLock's place had
+        webbrowser's import hand the file its own frame, and the worker's
+        beyond it)."""
         while frame is not None and (frame.f_code in trusted or frame.f_code in walkers
                                      or frame.f_code.co_filename in handing):
             frame = frame.f_back
+        if frame is not None and frame.f_code.co_name == "<module>" and library_import(frame):
+            return blame(frame.f_back, True)
         return frame is not None and (frame.f_code.co_filename == submission or unknown(frame.f_code.co_filename))
 
     def names_the_gate(frame, name: str) -> bool:

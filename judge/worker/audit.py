@@ -148,11 +148,14 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         try:
             caller = getframe(3)  # the gate's stand-in (through_gate, _hook, hook)
             theirs = kind == "address" and blame(caller)
-            allowed = (kind in ("overload", "address", "builder") or (kind == "submission" and not blame(caller))
+            # (blame(caller, True): a library's real first import that the file
+            # started does not excuse the file's own refusals: it calls whatever
+            # the file put in place of a name its top-level code uses.)
+            allowed = (kind in ("overload", "address", "builder") or (kind == "submission" and not blame(caller, True))
                        or (kind == "host" and host_allowed(caller))
                        or (kind == "thread" and thread_allowed(caller))
                        or (kind == "scalar" and not (builder_reading() and origin(caller) == "submission"))
-                       or (kind == "script" and not blame(caller))
+                       or (kind == "script" and not blame(caller, True))
                        or (kind == "call" and gate_allows(caller, name.rpartition(".")[2] in mode_stack))
                        ) and (kind not in ("call", "submission", "thread") or names_the_gate(caller, name))
         finally:
@@ -314,7 +317,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             frame = getframe(2)  # the caller of sys.audit (_hook, hook)
             if event == "import":
                 top = str(args[0]).partition(".")[0]
-                if top in denied_imports and blame(frame):
+                if top in denied_imports and blame(frame, True):
                     refuse(f"no compute or foreign-function library: import {args[0]}")
             elif event == "object.__getattr__":
                 if args[1] in frame_attrs and innermost_is_submission(frame):
@@ -324,7 +327,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     refuse("no frame introspection (sys._getframe)")
             elif event == "object.__setattr__":
                 if (args[1] in ("__code__", "__globals__", "__closure__") or (
-                        args[1] in ("__defaults__", "__kwdefaults__") and judges_own(args[0]))) and blame(frame):
+                        args[1] in ("__defaults__", "__kwdefaults__") and judges_own(args[0]))) and blame(frame, True):
                     refuse(f"no rewriting of functions ({args[1]})")
             elif event == "compile":
                 filename = args[1] if len(args) > 1 else None
@@ -333,16 +336,23 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 # Under an absolute name, code claims to be a file's own:
                 # module-level code of a library counts as an import.
                 if isinstance(filename, str) and filename != submission and isabs(filename) \
-                        and blame(frame) and not attribution.same_source(filename, args[0]):
+                        and blame(frame, True) and not attribution.same_source(filename, args[0]):
                     refuse(f"no code compiled under another file's name ({filename})")
                 # Python's own frozen modules are known by such names (code
                 # compiled as "<frozen triton/...>" passed for Triton's own).
-                if isinstance(filename, str) and filename.startswith("<frozen") and blame(frame):
+                if isinstance(filename, str) and filename.startswith("<frozen") and blame(frame, True):
                     refuse(f"no code compiled under a frozen module's name ({filename})")
+            elif event == "exec":
+                # A refused library's module run by importlib.import_module, which raises
+                # no import event of its own (mpmath had loaded that way for the file).
+                filename = getattr(args[0], "co_filename", None) if args else None
+                if isinstance(filename, str) and attribution.top_package(filename, roots) in denied_imports \
+                        and blame(frame, True):
+                    refuse(f"no compute or foreign-function library: {attribution.top_package(filename, roots)}")
             elif event == "open":
                 pass
             elif event == "marshal.loads":
-                if blame(frame) and not real_bytecode(frame):
+                if blame(frame, True) and not real_bytecode(frame):
                     refuse("no code objects made from bytes (marshal.loads)")
             elif event == "os.kill":
                 if args[0] not in (os.getpid(), 0) and blame(frame):

@@ -376,12 +376,21 @@ def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
     alone, a profile hook set by threading.setprofile, an excepthook, or a
     subclass's own _bootstrap_inner ran the file's torch.mm in the thread
     before or after the mode."""
-    bootstrap = type(thread)._bootstrap
+    import threading
+    cls = type(thread)
+    # Thread.start reads self._bootstrap: a class of the file's that answers
+    # that read itself (a property, its own __getattribute__) had the thread
+    # start its own bootstrap, with no mode.
+    if any(("_bootstrap" in vars(k) or "__getattribute__" in vars(k)) for k in cls.__mro__
+           if k is not threading.Thread and k is not object):
+        guard.flag("rule: no threads but threading.Thread's in solve, run under the rules: this thread's class "
+                   "answers for its own _bootstrap")
+    bootstrap = cls._bootstrap
 
     def guarded_bootstrap():
         _run_guarded(guard, lambda: bootstrap(thread))
 
-    thread._bootstrap = guarded_bootstrap
+    object.__setattr__(thread, "_bootstrap", guarded_bootstrap)  # past a __setattr__ of the file's
     return original_start(thread, *args, **kwargs)
 
 
