@@ -153,5 +153,10 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
         pairs.append((sys.modules["judge.worker.builtin_names"], "_GENUINE"))
     pairs += [(cases, name) for name, value in vars(cases).items() if isinstance(value, type(sys))]
     pairs += transport()
+    # torch.Tensor's own namespace whole: the worker reads its tensors back
+    # after solve through it (a property of the file's as torch.Tensor.cpu ran
+    # torch.add with no frame of the file's there: accepted).
+    import gc
+    pairs += [(namespace, None) for namespace in gc.get_referents(vars(torch.Tensor)) if isinstance(namespace, dict)]
     audit.seal(pairs)
     audit.close_seal()

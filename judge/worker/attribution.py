@@ -67,7 +67,12 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
     # Library code that calls back what someone handed it, at a moment of its
     # own (a finalizer run by the collector in the middle of the worker's
     # code): what it calls is never the worker's doing.
-    callbacks = frozenset({weakref.finalize.__call__.__code__})
+    # The worker's plain() and release() likewise: they only drop what the file
+    # hung on the call's tensors, and whatever runs as it dies is the file's
+    # (a weakref callback, methodcaller of a partial of torch.mm, had passed
+    # for the worker's own operator: accepted).
+    from judge.worker import buffers
+    callbacks = frozenset({weakref.finalize.__call__.__code__, buffers.plain.__code__, buffers.release.__code__})
 
     from judge.worker import genuine_import
     genuine = known.genuine = genuine_import.checker()

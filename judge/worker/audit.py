@@ -214,6 +214,14 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
 
     def verify(box: list) -> None:
         for owner, name, value, print_ in sealed:
+            if name is None:
+                if owner.keys() != value.keys() or any(owner[key] is not was for key, was in value.items()):
+                    changed = sorted(key for key in owner.keys() | value.keys()
+                                     if owner.get(key, value) is not value.get(key, owner))
+                    record(f"rule: no changes to torch.Tensor's own methods (the worker reads its tensors "
+                           f"through them after solve): torch.Tensor.{', '.join(changed[:3])} was changed")
+                    break
+                continue
             current = getattr(owner, name, None) if not isinstance(owner, dict) else owner.get(name)
             if current is not value or fingerprint(current) != print_:
                 record(f"rule: the submission tampered with the judge's guard "
@@ -293,6 +301,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     return
                 elif event == "tritonjudge.seal" and not sealed_closed[0]:
                     for owner, name in args[0]:
+                        if name is None:  # a whole namespace: no member added, removed or replaced
+                            sealed.append((owner, None, dict(owner), ()))
+                            continue
                         value = owner.get(name) if isinstance(owner, dict) else getattr(owner, name)
                         sealed.append((owner, name, value, fingerprint(value)))
                     return

@@ -35,7 +35,13 @@ def record() -> None:
     names = types.MappingProxyType({name: getattr(torch, name, _MISSING) for name in TORCH_NAMES})
     members = types.MappingProxyType(dict(vars(torch.Tensor)))
     _recorded = (torch, names, torch.Tensor, members, hashlib, hashlib.sha256,
-                 torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch, sys.modules)
+                 torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch, sys.modules, torch._C.TensorBase)
+
+
+def tensor_base():
+    """torch's C tensor class as recorded: a C class, whose methods no file
+    can replace (the gates' stand-ins among them); torch.Tensor's can be."""
+    return _recorded[-1]
 
 
 @contextlib.contextmanager
@@ -47,7 +53,7 @@ def drawing(modes_off: bool = True):
     if not _recorded:
         yield
         return
-    torch, names, tensor, members, hashlib, sha256, no_functions, no_dispatch, modules = _recorded
+    torch, names, tensor, members, hashlib, sha256, no_functions, no_dispatch, modules, _ = _recorded
     given: list = []  # (owner, name, the file's value or _MISSING)
     for module in (torch, hashlib):  # the draw's own `import torch` finds them there
         if modules.get(module.__name__) is not module:
