@@ -282,7 +282,8 @@ class Guard:
         guard = self
         for method in HOST_METHODS:
             original = getattr(torch.Tensor, method)
-            self._originals[method] = original
+            # (torch.Tensor's own, or inherited from its C class: put back as it was, not copied down)
+            self._originals[method] = original if method in vars(torch.Tensor) else None
 
             def wrapper(tensor, *args, _method=method, _original=original, **kwargs):
                 if not guard.inside_triton():
@@ -299,7 +300,10 @@ class Guard:
         for method, original in self._originals.items():
             current = torch.Tensor.__dict__.get(method)
             intact &= current is not None and getattr(current, "__name__", "") == "wrapper"
-            setattr(torch.Tensor, method, original)
+            if original is None:
+                delattr(torch.Tensor, method)
+            else:
+                setattr(torch.Tensor, method, original)
         self._originals.clear()
         return intact
 
