@@ -19,8 +19,19 @@ FOREIGN_COMPUTE = {"numpy", "cupy", "jax", "jaxlib", "numba", "scipy", "tensorfl
                    "cupyx", "tinygrad", "mlx", "cffi", "ctypes", "sklearn", "pandas"}
 # torch functions that only allocate, view or describe: anything else in solve may do the job.
 TORCH_ALLOWED = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-                 "arange", "empty_strided", "float32", "float16", "bfloat16", "int32", "int64", "device",
-                 "cuda", "synchronize", "Tensor", "Size", "dtype", "is_tensor", "numel", "finfo", "iinfo"}
+                 "arange", "empty_strided", "float32", "float16", "bfloat16", "float64", "int8", "int16", "int32",
+                 "int64", "uint8", "bool", "device", "cuda", "synchronize", "Tensor", "Size", "dtype", "is_tensor",
+                 "numel", "finfo", "iinfo",
+                 # contexts and questions that compute nothing (an honest persistent kernel sizes its grid by
+                 # the SM count; inference_mode as a decorator)
+                 "no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "autocast",
+                 "get_device_properties", "get_device_capability", "get_device_name", "current_device",
+                 "current_stream", "default_stream", "set_device", "device_count", "is_available", "Stream",
+                 "Event", "stream", "manual_seed",
+                 # views and reshapes of a tensor: no data computed
+                 "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "narrow", "as_strided"}
+# Modules whose functions share a name with a tensor method (math.prod of a shape) but never take a tensor's data.
+PLAIN_MODULES = {"math", "operator", "functools", "itertools", "builtins", "statistics", "typing", "triton", "tl"}
 TENSOR_COMPUTE = {"matmul", "mm", "bmm", "addmm", "einsum", "sum", "mean", "softmax", "log_softmax", "cumsum",
                   "flip", "relu", "sort", "topk", "max", "min", "argmax", "argmin", "exp", "conv1d", "conv2d",
                   "transpose_", "add", "sub", "mul", "div", "t_", "prod", "norm", "tanh", "sigmoid",
@@ -75,7 +86,19 @@ def _signature(solve: ast.FunctionDef, arg_names: list[str]) -> list[Finding]:
     if params == arg_names and not solve.args.kwonlyargs:
         return []
     wanted = f"def solve({', '.join(arg_names)}):"
-    if sorted(params) == sorted(arg_names):
+    required = params[:len(params) - len(solve.args.defaults)]
+    keyword_required = [a.arg for a, d in zip(solve.args.kwonlyargs, solve.args.kw_defaults) if d is None]
+    if params[:len(arg_names)] == arg_names and len(required) <= len(arg_names) and not keyword_required:
+        # The challenge's parameters first, in order; the rest have defaults: callable by position or by name.
+        extra = params[len(arg_names):] + [a.arg for a in solve.args.kwonlyargs]
+        return [Finding("signature", solve.lineno,
+                        f"solve takes parameters of its own with defaults ({', '.join(extra)}): fine, as long as "
+                        "they stay optional", wanted, False)]
+    if keyword_required and params[:len(arg_names)] == arg_names:
+        problem = f"solve needs keyword-only parameters the challenge never passes: {', '.join(keyword_required)}"
+    elif len(required) > len(arg_names) and params[:len(arg_names)] == arg_names:
+        problem = f"solve needs parameters the challenge never passes: {', '.join(required[len(arg_names):])}"
+    elif sorted(params) == sorted(arg_names):
         problem = f"solve's parameters are in another order: solve({', '.join(params)})"
     elif len(params) == len(arg_names):
         problem = f"solve's parameter names differ from the starter's: solve({', '.join(params)})"
@@ -127,7 +150,8 @@ def _dotted(node: ast.AST) -> str:
 
 def _torch_compute(solve: ast.FunctionDef) -> list[Finding]:
     out = []
-    for node in ast.walk(solve):
+    body = ast.Module(body=solve.body, type_ignores=[])  # not its decorators (@torch.inference_mode())
+    for node in ast.walk(body):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             out.append(Finding("torch_compute", node.lineno, "solve uses the @ operator (torch's matmul)",
                                "compute the product in a Triton kernel", True))
@@ -138,7 +162,7 @@ def _torch_compute(solve: ast.FunctionDef) -> list[Finding]:
                     "torch.cuda.synchronize",):
                 out.append(Finding("torch_compute", node.lineno, f"solve calls {name}: torch may not do the job",
                                    "do this step in a Triton kernel (allocation and views are fine)", True))
-            elif head and head.split(".")[0] not in ("torch", "triton", "tl", "F") and last in TENSOR_COMPUTE:
+            elif head and head.split(".")[0] not in {"torch", "F"} | PLAIN_MODULES and last in TENSOR_COMPUTE:
                 out.append(Finding("torch_compute", node.lineno,
                                    f"solve calls .{last}() on a tensor: torch may not do the job",
                                    "do this step in a Triton kernel", True))

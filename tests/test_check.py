@@ -63,6 +63,38 @@ def test_allocation_and_launch_code_is_fine():
                   "    k[(math.ceil(M / 16),)](a)\n") == []
 
 
+def test_honest_launch_code_raises_no_rule():
+    """Contexts and questions that compute nothing, and math on a shape (an
+    honest probe's files had each been told "torch may not do the job")."""
+    body = """
+    import math
+    import torch
+
+
+    @torch.inference_mode()
+    def solve(a, b, c, M, N, K):
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+        stream = torch.cuda.current_stream()
+        with torch.no_grad(), torch.autocast("cuda", enabled=False):
+            total = math.prod(a.shape)
+            k[(min(sms, total),)](a)
+    """
+    assert _rules(body) == []
+
+
+def test_parameters_of_the_files_own():
+    """Extra parameters with defaults are fine and said so without blocking;
+    a keyword-only one without a default can never be passed."""
+    optional = precheck.check(KERNEL + "def solve(a, b, c, M, N, K, *, block=64):\n    k[(1,)](a)\n", NAMES)
+    assert [(f.rule, f.blocking) for f in optional] == [("signature", False)]
+    assert "defaults (block)" in optional[0].problem
+    extra = precheck.check(KERNEL + "def solve(a, b, c, M, N, K, split=4):\n    k[(1,)](a)\n", NAMES)
+    assert [(f.rule, f.blocking) for f in extra] == [("signature", False)]
+    needed = precheck.check(KERNEL + "def solve(a, b, c, M, N, K, *, block):\n    k[(1,)](a)\n", NAMES)
+    assert [(f.rule, f.blocking) for f in needed] == [("signature", True)]
+    assert "keyword-only parameters the challenge never passes: block" in needed[0].problem
+
+
 def test_no_kernel_at_all():
     found = precheck.check("def solve(a, b, c, M, N, K):\n    pass\n", NAMES)
     assert "triton" in [f.rule for f in found]
@@ -105,3 +137,27 @@ def test_a_rule_breaker_is_refused_before_it_runs(monkeypatch, tmp_path):
     code, out = _check(SUBMISSIONS / "faults" / "wrong_signature.py")
     assert code == 1 and out["leetgpu"]["verdict"] in ("rejected", "invalid_submission")
     assert out["prechecks"] and out["prechecks"][0]["fix"]
+
+
+def test_a_float32_accurate_sum_failed_by_leetgpus_tolerance_is_said_as_the_datas_chance():
+    """A random case LeetGPU's tolerance fails where the fp32 error bound
+    passes (cancellation on this run's draw): LeetGPU draws its own data, so
+    the answer says "may", and names the policy that passes it; a TF32
+    kernel that only the tf32 policy passes keeps "would most likely"."""
+    from judge import challenge as challenges
+    from judge.check import _leetgpu_answer
+    from judge.results import CaseResult
+
+    reduction = challenges.load("reduction")
+
+    class Result:  # what _leetgpu_answer reads of a GradeResult
+        def __init__(self, also):
+            self.message = ""
+            self.cases = [CaseResult(name="example", kind="example", shape="8", dims={"N": 8}, status="accepted"),
+                          CaseResult(name="large_random", kind="functional", shape="10000", dims={"N": 10000},
+                                     status="wrong_answer", message="1 of 1 elements differ", also=also)]
+
+    hedged = _leetgpu_answer(reduction, Result({"fp32": ("accepted", "")}), "h100", [])
+    assert hedged.verdict == "wrong_answer" and "may say" in hedged.text and "fp32" in hedged.text
+    firm = _leetgpu_answer(reduction, Result({"tf32": ("accepted", "")}), "h100", [])
+    assert "would most likely say: Wrong Answer on case large_random" in firm.text

@@ -143,6 +143,16 @@ def test_exact_zero_output_needs_exact_zero():
     assert not Fp32Policy().compare([trial]).passed
 
 
+def test_leetgpu_policy_says_nan_outputs():
+    """LeetGPU's rule on NaN where the answer is finite: the message says so
+    (the table's error columns cannot show it)."""
+    a = torch.ones(2, 2)
+    trial = Trial(got=torch.full((2, 2), 2.0), expected=expected_for(a, a))
+    trial.got[0, 1] = float("nan")
+    result = LeetgpuPolicy().compare([trial])
+    assert not result.passed and "1 of them NaN or inf where the answer is finite" in result.message
+
+
 def test_leetgpu_policy_names_the_summation_order_problem():
     # ANCHORS.md: a sequential float32 kernel on 64×8192×64 U(±10) breaks the
     # 1e-4 rule against the library's float32 product in some elements,

@@ -30,6 +30,10 @@ class AllClose(BaseModel):
         else:
             message = (f"{count} of {stats.elements} elements differ from the float32 reference "
                        f"by more than {self.atol:g} + {self.rtol:g}·|expected|")
+            broken = int((~got.isfinite() & ref.isfinite()).sum())
+            if broken:  # say it: the table's errors read "–" for them
+                message += f" ({broken} of them NaN or inf where the answer is finite)"
+
             diagnosis = _cancellation_diagnosis(trials)
         return Comparison(passed=passed, policy=self.kind, mismatches=count, first_mismatches=first,
                           stats=stats, bound_ratio=bound_ratio, norm_ratio=None,
@@ -57,6 +61,6 @@ def _cancellation_diagnosis(trials: list[Trial]) -> str | None:
         return ("this kernel is float32-accurate (it passes the fp32 policy against the exact "
                 "result), yet LeetGPU's rule rejects it: outputs near zero lose their relative "
                 "accuracy to cancellation, so any summation order other than the float32 "
-                "library's (split-K, other tile depths) moves them past the tolerance. LeetGPU may "
+                "library's (another tiling or split, another order of blocks) moves them past the tolerance. LeetGPU may "
                 "reject it too; the fp32 policy is the fair test of correctness.")
     return diagnose(statistics(trials))
