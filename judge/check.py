@@ -148,7 +148,8 @@ def _our_answer(result: GradeResult, leet_policy: str, our_policy: str, leet: Le
     if differs and verdict == "accepted" and leet.verdict == "wrong_answer":
         text += (". LeetGPU's rule compares each element with torch's float32 result, ours with the exact "
                  "answer: this kernel is float32-accurate, but its summation order moves outputs near zero "
-                 "past LeetGPU's tolerance (another tiling, split or order of blocks); it may be rejected there all the same")
+                 "past LeetGPU's tolerance (another tiling, split or order of blocks); it may be rejected there "
+                 "all the same")
     elif differs and verdict != "accepted" and first and first[0].name not in (leet.case, None) \
             and leet.verdict == "accepted":
         text += ". LeetGPU's published cases pass; ours are stricter (more shapes, more values)"
