@@ -148,7 +148,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
     At least one round of warm-up calls still runs after them."""
     import torch
 
-    from .check_sums import sums as check_sums
+    from .check_sums import sums as check_sums, totals as check_totals
 
     flush = l2_flush_buffer()
     if outputs is not None:
@@ -232,7 +232,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
     checks = []
     if outputs is not None:
         with judge_side():
-            totals = torch.stack(sums).tolist()
+            totals = check_totals(sums)
         checks = [[r, r % len(calls), total, weighted] for r, (total, weighted) in enumerate(totals)]
     return dict(summarise(times), l2_flush_bytes=flush.numel() * 4, head_start_s=HEAD_START_S if spin else 0.0,
                 sets=len(calls), warmup_calls=warm_calls,

@@ -158,5 +158,9 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     # torch.add with no frame of the file's there: accepted).
     import gc
     pairs += [(namespace, None) for namespace in gc.get_referents(vars(torch.Tensor)) if isinstance(namespace, dict)]
+    # Python's builtins whole too: the worker calls them by name after solve
+    # (sorted swapped for a partial whose key ran torch.add: accepted).
+    import builtins
+    pairs.append((vars(builtins), None))
     audit.seal(pairs)
     audit.close_seal()

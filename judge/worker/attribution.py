@@ -18,13 +18,14 @@ class Known:
     files, and the judge's calls of code it trusts (LeetGPU's generators)."""
 
     __slots__ = ("gate_codes", "thread_codes", "skipped_codes", "torch_dir", "judge_files", "passed_files",
-                 "trusting_codes", "genuine")
+                 "trusting_codes", "genuine", "windows")
 
     def __init__(self):
         self.gate_codes = self.thread_codes = self.skipped_codes = frozenset()
         self.judge_files = self.passed_files = self.trusting_codes = frozenset()
         self.torch_dir = None
         self.genuine = None  # the import check (judge.worker.genuine_import), frozen as the seal closes
+        self.windows = None  # (files, codes) where the worker computes on its own once the file is loaded
 
     def fill(self, gate_codes, thread_codes, stand_in_codes, torch_dir, judge_files, passed_files,
              trusting_codes) -> None:
@@ -206,6 +207,8 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
         launch checks), "submission" when the file did (a reply writer
         swapped for the file's, a grid function of its own: either could
         call the worker's functions to read tensors on the host)."""
+        windows = known.windows
+        in_window = windows is None  # before the file is loaded: all the worker's code is its own
         while frame is not None:
             code = frame.f_code
             if code in trusted or code in known.trusting_codes:
@@ -214,8 +217,14 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             if filename == submission or code in callbacks or not (filename in known.judge_files
                                                                     or known_file(filename)):
                 return "submission"
+            in_window = in_window or filename in windows[0] or code in windows[1]
             frame = frame.f_back
-        return "judge"
+        # Once the file is loaded, the worker computes only in its draws, its
+        # check sums and its reply: anywhere else an operator the worker seems to
+        # ask for was run by a callable of the file's with no frame of its own
+        # (sorted swapped in builtins, a weakref's callback fired as the guard
+        # put Thread.start back: each ran torch.add after solve).
+        return "judge" if in_window else "submission"
 
     import inspect
     import traceback

@@ -98,6 +98,12 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     # The code that may ask the hook for a verdict on an operator's origin,
     # for the violations, or (past the seal) to keep an overload's kernel.
     own_requests = frozenset({rules._origin.__code__, globals()["violations"].__code__, gates._keep.__code__})
+    # Where the worker's own code computes once the file is loaded: its draws of
+    # the inputs, its check sums of the timed calls, its reply's read-back.
+    windows = (frozenset(sys.modules[name].__file__ for name in ("judge.cases", "judge.distributions",
+                                                                "judge.check_sums") if name in sys.modules),
+               frozenset({sys.modules["judge.worker.server"]._as_bytes.__code__}
+                         if "judge.worker.server" in sys.modules else ()))
     memo_code = globals()["memo"].__code__
     from judge.worker import launches
     count_code = launches.count_launch.__code__
@@ -218,8 +224,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 if owner.keys() != value.keys() or any(owner[key] is not was for key, was in value.items()):
                     changed = sorted(key for key in owner.keys() | value.keys()
                                      if owner.get(key, value) is not value.get(key, owner))
-                    record(f"rule: no changes to torch.Tensor's own methods (the worker reads its tensors "
-                           f"through them after solve): torch.Tensor.{', '.join(changed[:3])} was changed")
+                    what = "builtins" if "__build_class__" in value else "torch.Tensor"
+                    record(f"rule: no changes to {what} (the worker's own code uses them after solve): "
+                           f"{what}.{', '.join(changed[:3])} was changed")
                     break
                 continue
             current = getattr(owner, name, None) if not isinstance(owner, dict) else owner.get(name)
@@ -313,6 +320,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 elif event == "tritonjudge.close_seal":
                     sealed_closed[0] = True
                     known.genuine.freeze()  # sys.modules as the file finds it (judge.worker.genuine_import)
+                    known.windows = windows  # from now on the worker computes only there (attribution.origin)
                     return
                 else:
                     number = None

@@ -196,13 +196,12 @@ def patch_builders(inside_triton) -> dict:
         original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
         if original is None:
             continue
-        originals[(owner, name)] = original
-
         def builder(*args, _original=original, _name=name, _at=at, **kwargs):
             if not inside_triton():
                 args, kwargs = checked_data(_name, _at, args, kwargs)
             return _original(*args, **kwargs)
 
+        originals[(owner, name)] = (original, builder)
         setattr(owner, name, builder)
     return originals
 
@@ -210,9 +209,9 @@ def patch_builders(inside_triton) -> dict:
 def unpatch_builders(originals: dict) -> bool:
     """Put the builders back; False if solve had replaced a wrapper."""
     intact = True
-    for (owner, name), original in originals.items():
+    for (owner, name), (original, builder) in originals.items():
         current = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
-        intact &= getattr(current, "__name__", "") == "builder"
+        intact &= current is builder  # the very wrapper put there (a file's object named "builder" passed)
         setattr(owner, name, original)
     return intact
 

@@ -319,11 +319,13 @@ class Guard:
         def start(thread, *args, **kwargs):
             return _start_guarded(guard, original_start, thread, *args, **kwargs)
 
-        threading.Thread.start = start
+        threading.Thread.start = self._thread_wrapper = start
 
-    def _unpatch_threads(self) -> None:
+    def _unpatch_threads(self) -> bool:
         import threading
+        intact = vars(threading.Thread).get("start") is self._thread_wrapper
         threading.Thread.start = self._thread_start
+        return intact
 
     def _check_on_top(self, when: str) -> None:
         """The guard's mode is the innermost and torch's Python dispatch key is
@@ -355,7 +357,8 @@ class Guard:
             yield self
         finally:
             self._in_solve = SOLVING[0] = False
-            self._unpatch_threads()
+            if not self._unpatch_threads() and self.violation is None:
+                self.violation = "rule: solve tampered with the judge's operator guard (threading.Thread.start replaced)"
             self._check_on_top("when solve returned")
             if own_mode and _get_current_dispatch_mode() is self._mode:
                 self._mode.__exit__(None, None, None)
