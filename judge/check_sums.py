@@ -20,8 +20,18 @@ nothing here is trusted.
 
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
+
+# What sums() calls, bound as the module is imported (at the worker's start,
+# before any submission): it runs after each timed call, where an operator is
+# the worker's own, so nothing it calls may be looked up anew then (torch's
+# names, torch.Tensor's methods, a builtin: a file's swapped in would run there).
+_TENSOR = torch._C.TensorBase
+_BOUND = (_TENSOR.reshape, _TENSOR.numel, _TENSOR.dtype.__get__, _TENSOR.is_cuda.__get__, _TENSOR.to, _TENSOR.sum,
+          _TENSOR.mul, _TENSOR.add, _TENSOR.device.__get__, torch.stack, torch.empty, torch.zeros, triton.cdiv, max,
+          torch.float64, frozenset({torch.bool, torch.complex64, torch.complex128}))
 
 BLOCK = 4096
 HASH = tl.constexpr(2654435761)  # judge.cases.check_weights: bit 13 of index × HASH picks the sign
@@ -43,31 +53,34 @@ def sums(tensors) -> "torch.Tensor":  # noqa: F821 - torch is imported where cal
     position within each tensor), float64, on their device, without a host
     synchronisation. On the GPU (or the CPU under Triton's interpreter) the
     kernel; a dtype it cannot load (bool, complex) through torch operators."""
-    import torch
+    (reshape, numel, dtype_of, is_cuda, to, total_of, mul, add, device_of, stack, empty, zeros, cdiv, most,
+     float64, unloadable) = _BOUND
     total = None
     for tensor in tensors:
-        flat = tensor.reshape(-1)
-        n = flat.numel()
-        if flat.dtype in (torch.bool, torch.complex64, torch.complex128) or not (flat.is_cuda or interpreted()):
+        flat = reshape(tensor, -1)
+        n = numel(flat)
+        if dtype_of(flat) in unloadable or not (is_cuda(flat) or interpreted()):
             from .cases import check_weights
-            wide = flat.to(torch.float64)
-            part = torch.stack([wide.sum(), (wide * check_weights(n, flat.device)).sum()])
+            wide = to(flat, float64)
+            part = stack([total_of(wide), total_of(mul(wide, check_weights(n, device_of(flat))))])
         else:
-            blocks = max(1, triton.cdiv(n, BLOCK))
-            partial = torch.empty((blocks, 2), dtype=torch.float64, device=flat.device)
+            blocks = most(1, cdiv(n, BLOCK))
+            partial = empty((blocks, 2), dtype=float64, device=device_of(flat))
             _partial_sums[(blocks,)](flat, partial, n, BLOCK=BLOCK)
-            part = partial.sum(dim=0)
-        total = part if total is None else total + part
-    return total if total is not None else torch.zeros(2, dtype=torch.float64)
+            part = total_of(partial, 0)
+        total = part if total is None else add(total, part)
+    return total if total is not None else zeros(2, dtype=float64)
 
 
 def totals(sums: list) -> list:
     """The timed calls' [plain, weighted] sums, read on the host at the end of
     a timing (here, among the worker's own reads: judge.worker.attribution)."""
-    import torch
-    return torch.stack(sums).tolist()
+    return _TENSOR.tolist(_BOUND[9](sums))
 
 
 def interpreted() -> bool:
     """Under TRITON_INTERPRET=1, triton.jit made an InterpretedFunction (CPU tensors)."""
-    return type(_partial_sums).__name__ == "InterpretedFunction"
+    return _INTERPRETED
+
+
+_INTERPRETED = type(_partial_sums).__name__ == "InterpretedFunction"  # (known as the module is imported)

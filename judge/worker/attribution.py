@@ -179,7 +179,7 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             if code in trusted:
                 return "submission" if made else "triton"
             if filename in known.judge_files:
-                return "submission" if made else caller_of_own(frame.f_back)
+                return "submission" if made else caller_of_own(frame.f_back, in_window(frame))
             if not known_file(filename):
                 made = True
             frame = frame.f_back
@@ -201,14 +201,21 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
     def known_file(filename: str) -> bool:
         return filename in known.passed_files or filename.startswith(roots) or filename.startswith("<frozen ")
 
-    def caller_of_own(frame) -> str:
+    def in_window(frame) -> bool:
+        """Is this frame of the worker's own one of its windows (or is the file
+        not loaded yet)? Its own frame counts: under Python 3.12 a comprehension
+        in _as_bytes has no frame of its own."""
+        windows = known.windows
+        return windows is None or frame.f_code.co_filename in windows[0] or frame.f_code in windows[1]
+
+    def caller_of_own(frame, inside: bool = False) -> str:
         """The worker's own code asks: "judge" when the worker itself called
         it (its main loop, or its Triton wrapper running the CPU mode's
         launch checks), "submission" when the file did (a reply writer
         swapped for the file's, a grid function of its own: either could
         call the worker's functions to read tensors on the host)."""
         windows = known.windows
-        in_window = windows is None  # before the file is loaded: all the worker's code is its own
+        inside = inside or windows is None  # before the file is loaded: all the worker's code is its own
         while frame is not None:
             code = frame.f_code
             if code in trusted or code in known.trusting_codes:
@@ -217,14 +224,14 @@ def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: 
             if filename == submission or code in callbacks or not (filename in known.judge_files
                                                                     or known_file(filename)):
                 return "submission"
-            in_window = in_window or filename in windows[0] or code in windows[1]
+            inside = inside or filename in windows[0] or code in windows[1]
             frame = frame.f_back
         # Once the file is loaded, the worker computes only in its draws, its
         # check sums and its reply: anywhere else an operator the worker seems to
         # ask for was run by a callable of the file's with no frame of its own
         # (sorted swapped in builtins, a weakref's callback fired as the guard
         # put Thread.start back: each ran torch.add after solve).
-        return "judge" if in_window else "submission"
+        return "judge" if inside else "submission"
 
     import inspect
     import traceback

@@ -144,26 +144,29 @@ class Courier:
         return True
 
 
-def _write_all(fd, first, writing, write, rest=()) -> None:
-    """Bytes out, whole, under the write lock (released after, unless the worker ends)."""
+def _write_all(fd, first, writing, write, rest=(), view_of=memoryview, length=len) -> None:
+    """Bytes out, whole, under the write lock (released after, unless the worker ends).
+    Builtins bound as defined too: builtins.memoryview swapped by a finalizer of the
+    file's had its function run here, in a thread with no filter and no guard."""
     writing.acquire()
     for part in (first, *rest):
-        view = memoryview(part)
-        while len(view):
+        view = view_of(part)
+        while length(view):
             view = view[write(fd, view):]
     writing.release()
 
 
 def _read_loop(fd, complaints, inbox, ready, writing, select=select.select, read=os.read, write=os.write,
                exit_now=os._exit, from_bytes=int.from_bytes, write_all=_write_all, limit=protocol.MAX_HEADER,
-               head=COMPLAINT_HEAD, forged=COMPLAINT_FORGED, safe=JSON_SAFE, most=COMPLAINT_MAX) -> None:
+               head=COMPLAINT_HEAD, forged=COMPLAINT_FORGED, safe=JSON_SAFE, most=COMPLAINT_MAX, length=len,
+               smallest=min, anything=BaseException) -> None:
     """Requests, as raw header bytes, into the inbox; a complaint forwarded.
     Everything it calls is bound here, as it is defined: nothing the file
     rebinds later (a module's global, a socket's method) runs in this thread."""
     def exactly(source, size):
         got = b""
-        while len(got) < size:
-            chunk = read(source, size - len(got))
+        while length(got) < size:
+            chunk = read(source, size - length(got))
             if not chunk:
                 raise EOFError
             got += chunk
@@ -173,24 +176,25 @@ def _read_loop(fd, complaints, inbox, ready, writing, select=select.select, read
         while True:
             if complaints in select([fd, complaints], [], [])[0]:
                 size = from_bytes(exactly(complaints, 4), "big")
-                text = exactly(complaints, min(size, most))
+                text = exactly(complaints, smallest(size, most))
                 answer = forged  # not the audit hook's words: the file wrote here
                 if text.startswith(b"rule: "):
                     answer = head + text.translate(safe) + b'"}'
-                write_all(fd, len(answer).to_bytes(4, "big") + answer, writing, write)
+                write_all(fd, length(answer).to_bytes(4, "big") + answer, writing, write)
                 exit_now(3)
             size = from_bytes(exactly(fd, 4), "big")
             if size > limit:
                 raise EOFError
             inbox.append(exactly(fd, size))
             ready.release()
-    except BaseException:  # noqa: BLE001 - EOF, or a broken line: the worker's loop ends
+    except anything:  # noqa: BLE001 - EOF, or a broken line: the worker's loop ends
         inbox.append(None)
         ready.release()
 
 
 def _send_loop(fd, outbox, ready, sent, writing, main, send_code, allowed, write=os.write,
-               frames=sys._current_frames, exit_now=os._exit, write_all=_write_all, forged=COMPLAINT_FORGED) -> None:
+               frames=sys._current_frames, exit_now=os._exit, write_all=_write_all, forged=COMPLAINT_FORGED,
+               length=len, failed=OSError) -> None:
     """Replies out, each once the main thread is seen waiting in `send`
     with nothing but the worker's own code below it (bound as _read_loop's)."""
     while True:
@@ -203,11 +207,11 @@ def _send_loop(fd, outbox, ready, sent, writing, main, send_code, allowed, write
             stack = stack.f_back
         del stack
         if not ok:
-            write_all(fd, len(forged).to_bytes(4, "big") + forged, writing, write)
+            write_all(fd, length(forged).to_bytes(4, "big") + forged, writing, write)
             exit_now(3)
         try:
             write_all(fd, raw, writing, write, blobs)
-        except OSError:
+        except failed:
             writing.release()  # the judge is gone: the read loop ends the worker's loop
         del raw, blobs  # before the main thread goes on: it drops the last references
         sent.release()

@@ -34,8 +34,10 @@ def record() -> None:
     import torch
     names = types.MappingProxyType({name: getattr(torch, name, _MISSING) for name in TORCH_NAMES})
     members = types.MappingProxyType(dict(vars(torch.Tensor)))
+    import builtins
     _recorded = (torch, names, torch.Tensor, members, hashlib, hashlib.sha256,
-                 torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch, sys.modules, torch._C.TensorBase)
+                 torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch, sys.modules,
+                 builtins, types.MappingProxyType(dict(vars(builtins))), torch._C.TensorBase)
 
 
 def tensor_base():
@@ -53,7 +55,7 @@ def drawing(modes_off: bool = True):
     if not _recorded:
         yield
         return
-    torch, names, tensor, members, hashlib, sha256, no_functions, no_dispatch, modules, _ = _recorded
+    torch, names, tensor, members, hashlib, sha256, no_functions, no_dispatch, modules, builtins, plain, _ = _recorded
     given: list = []  # (owner, name, the file's value or _MISSING)
     for module in (torch, hashlib):  # the draw's own `import torch` finds them there
         if modules.get(module.__name__) is not module:
@@ -74,6 +76,17 @@ def drawing(modes_off: bool = True):
     if hashlib.sha256 is not sha256:
         given.append((hashlib, "sha256", hashlib.sha256))
         hashlib.sha256 = sha256
+    # Python's builtins as recorded too: the draw calls float() and int(), and a
+    # finalizer of the file's had swapped float for its own function, which then
+    # ran in the draw with torch's modes off (sealed whole, but checked only after).
+    for name in vars(builtins).keys() | plain.keys():
+        value = vars(builtins).get(name, _MISSING)
+        if value is not plain.get(name, _MISSING):
+            given.append((builtins, name, value))
+            if name in plain:
+                setattr(builtins, name, plain[name])
+            else:
+                delattr(builtins, name)
     try:
         with no_functions() if modes_off else contextlib.nullcontext(), \
                 no_dispatch() if modes_off else contextlib.nullcontext():
