@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from judge.worker.refusals import named_builtins
+
 
 class Known:
     """What the hook learns once, before the seal closes: the guard's own
@@ -64,6 +66,9 @@ def top_package(filename: str, roots: tuple[str, ...]) -> str | None:
 def readers(submission: str, trusted: frozenset, roots: tuple[str, ...], known: Known):
     """(blame, innermost_is_submission, gate_allows, thread_allowed, origin, written_by_submission,
     names_the_gate, file_on_stack), each taking the innermost frame to read from."""
+    # Builtins bound here, for the frame readers: a file can swap builtins' own at any moment.
+    any, bool, frozenset, getattr, hasattr, set, str, tuple = named_builtins("any bool frozenset getattr hasattr set str "
+                                                                            "tuple")
     import weakref
     # Library code that calls back what someone handed it, at a moment of its
     # own (a finalizer run by the collector in the middle of the worker's

@@ -39,9 +39,10 @@ import threading
 from judge.worker import module_guard
 from judge.worker.refusals import (DENIED_IMPORTS, FRAME_ATTRS, HIDDEN_MODULES, INTERPRETER_COPIES,
                                    INTERPRETER_FILE, MODE_STACK, REFUSED, RULE, TORCH_BACKDOORS, TRACING,
-                                   gate_refusal)
+                                   gate_refusal, named_builtins)
 
 _installed = False
+
 
 
 def _no_op(*args, **kwargs) -> None:
@@ -62,6 +63,11 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     with the rule, through that line, and the process ends, so that nothing the
     submission does afterwards (catching the exception, patching the
     worker's reply) can change the verdict."""
+    # Builtins bound here, for the hook and its closures: a file can swap builtins' own at any moment.
+    (RuntimeError, all, any, bool, bytes, dict, frozenset, getattr, globals, id, int, isinstance, len, list,
+     object, range, set, sorted, str, tuple, type, ValueError, BaseException, Exception,) = \
+        named_builtins("RuntimeError all any bool bytes dict frozenset getattr globals id int isinstance len list "
+                       "object range set sorted str tuple type ValueError BaseException Exception")
     global _installed
     if _installed:
         raise RuntimeError("the audit hook is installed once per process")

@@ -35,9 +35,14 @@ import builtins
 import sys
 import types
 
+from judge.worker.refusals import named_builtins
+
 
 def checker():
     """genuine(frame) -> bool, over what the worker has as it starts."""
+    # Builtins bound here, for the import check: a file can swap builtins' own at any moment.
+    (all, bool, dict, frozenset, getattr, list, str, tuple, type,) = \
+        named_builtins('all bool dict frozenset getattr list str tuple type')
     import importlib._bootstrap as bootstrap
     import importlib._bootstrap_external as external
     import importlib.machinery as machinery

@@ -23,11 +23,15 @@ import os
 import sys
 import types
 
+from judge.worker.refusals import named_builtins
+
 
 def checker(submission: str, launchers: frozenset):
     """check(kernel) -> None for a kernel that may run, else the rule it
     breaks. `launchers`: code objects of the worker's own functions that
     launch its own kernels (judge.check_sums.sums)."""
+    # Builtins bound here, for the launch check: a file can swap builtins' own at any moment.
+    (frozenset, getattr, str, type,) = named_builtins('frozenset getattr str type')
     own = os.path.abspath(submission)
     scratch = os.path.dirname(own) + os.sep  # the worker's own folder (its TMPDIR is below it)
     isfile, abspath, getframe = os.path.isfile, os.path.abspath, sys._getframe

@@ -89,3 +89,12 @@ def gate_refusal(kind: str, name: str) -> str:
     if name.partition(".")[0] in ("signal", "_signal"):
         return f"no signal handlers: one runs the file's code outside solve's rules ({name})"
     return f"no way around the operator guard ({name})"
+
+
+def named_builtins(names: str) -> tuple:
+    """Python's builtins of these names as they are now, before the file is
+    imported: the hook's closures bind them once (a file can swap builtins'
+    own at any moment; sorted swapped for a chain of torch.add ran inside the
+    seal's own check)."""
+    import builtins
+    return tuple(getattr(builtins, name) for name in names.split())
