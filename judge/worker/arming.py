@@ -19,7 +19,8 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.la
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.autotune",
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals",
                  "judge.worker.module_guard", "judge.worker.copy_extent", "judge.worker.builder_data",
-                 "judge.worker.argument_types", "judge.worker.frozen_class")
+                 "judge.worker.argument_types", "judge.worker.frozen_class", "judge.worker.seal",
+                 "judge.worker.op_tables")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",

@@ -37,6 +37,7 @@ import sys
 import threading
 
 from judge.worker import module_guard
+from judge.worker import seal as seal_record
 from judge.worker.refusals import (DENIED_IMPORTS, FRAME_ATTRS, HIDDEN_MODULES, INTERPRETER_COPIES,
                                    INTERPRETER_FILE, MODE_STACK, REFUSED, RULE, TORCH_BACKDOORS, TRACING,
                                    gate_refusal, named_builtins)
@@ -80,7 +81,6 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     submission = os.path.abspath(submission)
     trusted = frozenset(trusted_codes)
     violations: list[str] = []
-    sealed: list[tuple[object, str, object, tuple]] = []
     busy: set[int] = set()  # threads inside the hook: its own frame walk raises events too
     get_ident = threading.get_ident
     getframe = sys._getframe
@@ -218,28 +218,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         record(message)
         raise RuleViolation(message)
 
-    def fingerprint(value) -> tuple:
-        code = getattr(value, "__code__", None)
-        cells = getattr(value, "__closure__", None) or ()
-        return (id(value), id(code), id(getattr(value, "__defaults__", None)),
-                tuple(id(c.cell_contents) for c in cells if _filled(c)))
+    seal_add, seal_verify = seal_record.recorder(record)  # the seal's record (judge.worker.seal)
 
     def verify(box: list) -> None:
-        for owner, name, value, print_ in sealed:
-            if name is None:
-                if owner.keys() != value.keys() or any(owner[key] is not was for key, was in value.items()):
-                    changed = sorted(key for key in owner.keys() | value.keys()
-                                     if owner.get(key, value) is not value.get(key, owner))
-                    what = "builtins" if "__build_class__" in value else "torch.Tensor"
-                    record(f"rule: no changes to {what} (the worker's own code uses them after solve): "
-                           f"{what}.{', '.join(changed[:3])} was changed")
-                    break
-                continue
-            current = getattr(owner, name, None) if not isinstance(owner, dict) else owner.get(name)
-            if current is not value or fingerprint(current) != print_:
-                record(f"rule: the submission tampered with the judge's guard "
-                       f"({getattr(owner, '__name__', type(owner).__name__)}.{name} was changed)")
-                break
+        seal_verify()
         list.extend(box, violations)
 
     def hook(event: str, args) -> None:
@@ -313,12 +295,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                     list.append(box, len(kept) - 1)
                     return
                 elif event == "tritonjudge.seal" and not sealed_closed[0]:
-                    for owner, name in args[0]:
-                        if name is None:  # a whole namespace: no member added, removed or replaced
-                            sealed.append((owner, None, dict(owner), ()))
-                            continue
-                        value = owner.get(name) if isinstance(owner, dict) else getattr(owner, name)
-                        sealed.append((owner, name, value, fingerprint(value)))
+                    seal_add(args[0])
                     return
                 elif event == "tritonjudge.gate_codes" and not sealed_closed[0]:
                     known.fill(*args)
@@ -418,13 +395,6 @@ def gate_codes(guard_codes, thread_codes, stand_in_codes, torch_dir: str, judge_
               frozenset(stand_in_codes), torch_dir, frozenset(judge_files), frozenset(passed_files),
               frozenset(trusting_codes))
 
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:
-        return False
-    return True
 
 
 def seal(pairs) -> None:
