@@ -163,5 +163,11 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     # (sorted swapped for a partial whose key ran torch.add: accepted).
     import builtins
     pairs.append((vars(builtins), None))
+    # torch's and torch.cuda's own functions, classes and submodules, each as it is
+    # now: the worker calls them by name after the file is loaded (torch.empty
+    # swapped at import made the inputs' buffers of the file's own class).
+    import types
+    pairs += [(module, name) for module in (torch, torch.cuda) for name, value in list(vars(module).items())
+              if callable(value) or isinstance(value, types.ModuleType)]
     audit.seal(pairs)
     audit.close_seal()

@@ -26,8 +26,27 @@ def prepare(plan: dict, seed: int, device: str):
     in-place (inout) argument holds its input between output guards.
     Returns the call's arguments and the buffers to send back, by name:
     outputs (out and inout) and inputs (in)."""
-    import torch
+    from judge.worker import pristine
+    # The buffers too are made on torch as the worker found it, inside the draw's
+    # window: a torch.empty swapped at import had made them of the file's own
+    # tensor class, whose uniform_ the draw then ran with the modes off.
+    with pristine.drawing(modes_off=not plan.get("generator")):
+        args, outputs, inputs, fresh = _allocate(plan, device)
+        _draw(plan, seed, device, fresh)
+    from judge.worker import copy_extent
+    copy_extent.record_handed(list(outputs.values()), OUTPUT_GUARD)  # whole, for the copy rule
+    copy_extent.record_handed(list(inputs.values()), INPUT_GUARD)
+    return args, outputs, inputs
+
+
+def _draw(plan: dict, seed: int, device: str, fresh: dict) -> None:
+    """Drawn straight into the views: make_inputs' values, without a copy."""
     from judge.cases import refill_inputs
+    refill_inputs(plan, seed, device, fresh)
+
+
+def _allocate(plan: dict, device: str):
+    import torch
     args, outputs, inputs, fresh = [], {}, {}, {}
     for item in plan["call"]:
         name, role = item["name"], item["role"]
@@ -47,15 +66,7 @@ def prepare(plan: dict, seed: int, device: str):
                 view.view(torch.int32).fill_(POISON_BITS)
             outputs[name] = buf
         args.append(view)
-    # Drawn straight into the views: make_inputs' values, without a copy,
-    # on torch as the worker found it (judge.worker.pristine).
-    from judge.worker import pristine
-    with pristine.drawing(modes_off=not plan.get("generator")):
-        refill_inputs(plan, seed, device, fresh)
-    from judge.worker import copy_extent
-    copy_extent.record_handed(list(outputs.values()), OUTPUT_GUARD)  # whole, for the copy rule
-    copy_extent.record_handed(list(inputs.values()), INPUT_GUARD)
-    return args, outputs, inputs
+    return args, outputs, inputs, fresh
 
 
 def plain(args) -> None:
