@@ -5,10 +5,13 @@ The worker draws each trial's inputs itself, from a seed the judge sends
 draw runs after the file is loaded, in the worker's own code, and called
 what the file could replace: hashlib.sha256 wrapped at import saw every
 seed, and the file redrew the inputs on the host and copied its sum in
-(accepted). Each draw here runs on torch's and hashlib's functions as the
-worker recorded them before the file was imported (what the file replaced
-is put back for the draw, then given back to it), with torch's function
-and dispatch modes off (a mode the file pushed would see the generator).
+(accepted). Each draw here runs on torch's, torch.Tensor's, hashlib's and
+Python's builtins as the worker recorded them before the file was imported
+(what the file replaced is put back for the draw, then given back to it),
+with torch's function and dispatch modes off (a mode the file pushed would
+see the generator). The inputs' buffers are made here too
+(judge.worker.buffers.prepare). It is one of the worker's windows, where its
+own code may compute once the file is loaded (judge.worker.attribution).
 """
 
 from __future__ import annotations
