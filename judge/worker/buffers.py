@@ -32,17 +32,12 @@ def prepare(plan: dict, seed: int, device: str):
     # tensor class, whose uniform_ the draw then ran with the modes off.
     with pristine.drawing(modes_off=not plan.get("generator")):
         args, outputs, inputs, fresh = _allocate(plan, device)
-        _draw(plan, seed, device, fresh)
+        from judge.cases import refill_inputs
+        refill_inputs(plan, seed, device, fresh)  # drawn straight into the views, without a copy
     from judge.worker import copy_extent
     copy_extent.record_handed(list(outputs.values()), OUTPUT_GUARD)  # whole, for the copy rule
     copy_extent.record_handed(list(inputs.values()), INPUT_GUARD)
     return args, outputs, inputs
-
-
-def _draw(plan: dict, seed: int, device: str, fresh: dict) -> None:
-    """Drawn straight into the views: make_inputs' values, without a copy."""
-    from judge.cases import refill_inputs
-    refill_inputs(plan, seed, device, fresh)
 
 
 def _allocate(plan: dict, device: str):

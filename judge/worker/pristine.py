@@ -68,28 +68,14 @@ def drawing(modes_off: bool = True):
         if value is not _MISSING and getattr(torch, name, _MISSING) is not value:
             given.append((torch, name, getattr(torch, name, _MISSING)))
             setattr(torch, name, value)
-    current = dict(vars(tensor))
-    for name in current.keys() | members.keys():
-        if current.get(name, _MISSING) is not members.get(name, _MISSING) and name not in ("__dict__", "__weakref__"):
-            given.append((tensor, name, current.get(name, _MISSING)))
-            if name in members:
-                setattr(tensor, name, members[name])
-            else:
-                delattr(tensor, name)
+    _put_back(tensor, members, given)
     if hashlib.sha256 is not sha256:
         given.append((hashlib, "sha256", hashlib.sha256))
         hashlib.sha256 = sha256
     # Python's builtins as recorded too: the draw calls float() and int(), and a
     # finalizer of the file's had swapped float for its own function, which then
     # ran in the draw with torch's modes off (sealed whole, but checked only after).
-    for name in vars(builtins).keys() | plain.keys():
-        value = vars(builtins).get(name, _MISSING)
-        if value is not plain.get(name, _MISSING):
-            given.append((builtins, name, value))
-            if name in plain:
-                setattr(builtins, name, plain[name])
-            else:
-                delattr(builtins, name)
+    _put_back(builtins, plain, given)
     try:
         with no_functions() if modes_off else contextlib.nullcontext(), \
                 no_dispatch() if modes_off else contextlib.nullcontext():
@@ -105,3 +91,15 @@ def drawing(modes_off: bool = True):
                 delattr(owner, name)
             else:
                 setattr(owner, name, value)
+
+
+def _put_back(owner, recorded, given: list) -> None:
+    """`owner`'s members as `recorded`, each change noted in `given` (to give back after the draw)."""
+    current = dict(vars(owner))
+    for name in current.keys() | recorded.keys():
+        if current.get(name, _MISSING) is not recorded.get(name, _MISSING) and name not in ("__dict__", "__weakref__"):
+            given.append((owner, name, current.get(name, _MISSING)))
+            if name in recorded:
+                setattr(owner, name, recorded[name])
+            else:
+                delattr(owner, name)
