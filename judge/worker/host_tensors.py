@@ -13,7 +13,13 @@ tells this module of every torch call):
 * a tensor the submission's own code makes without naming CUDA (and
   without torch.set_default_device("cuda") first), or moves to the CPU;
 * a tensor made from one of those without naming a device (a view, a
-  clone, a *_like), whoever makes it.
+  clone, a *_like), whoever makes it;
+* a tensor over memory torch did not allocate (torch.from_numpy,
+  frombuffer, from_dlpack, from_file: never seen by torch's modes). In the
+  CPU worker every tensor a GPU would hold comes from torch's allocator
+  (host data named to the GPU is copied there: judge.worker.cpu_cuda), so
+  memory of numpy's or of a bytearray is the host's: a probe's copy
+  kernels moved the inputs into such tensors for numpy to add, and back.
 
 A host tensor passed to a Triton launch raises Triton's own error; a copy
 between a host tensor and another, asked by the submission, is the host
@@ -25,7 +31,11 @@ from __future__ import annotations
 
 import weakref
 
+import torch
+
 from judge.worker.gates import ADDRESS_TAG
+
+_C = torch._C  # (the worker imports torch before its own modules: taken below before any gate)
 
 _host: dict[int, weakref.WeakSet] = {}  # storage address -> the live host tensors on it
 _default_cuda = [False]  # torch.set_default_device("cuda") by the submission
@@ -43,9 +53,23 @@ def set_default_cuda(on: bool) -> None:
     _default_cuda[0] = bool(on)
 
 
+def _external(tensor, _storage=_C.TensorBase.untyped_storage, _resizable=_C.StorageBase.resizable) -> bool:
+    """Memory torch's allocator did not make (its storage cannot be resized).
+    torch's own methods, taken as this module loads, before the gates
+    (untyped_storage is the file's no more: judge.worker.gates)."""
+    try:
+        return not _resizable(_storage(tensor))
+    except (RuntimeError, NotImplementedError):  # no storage (sparse, nested...): not the host's
+        return False
+
+
 def is_host(tensor) -> bool:
     import torch
-    if not _host or not isinstance(tensor, torch.Tensor):
+    if not isinstance(tensor, torch.Tensor):
+        return False
+    if _external(tensor):
+        return True
+    if not _host:
         return False
     key = _storage(tensor)
     alive = _host.get(key)
@@ -132,8 +156,6 @@ def after(func, args: tuple, kwargs: dict, result, by_submission: bool) -> None:
 
 def check_launch(args: tuple, kwargs: dict) -> None:
     """Triton's launcher on a GPU refuses a host tensor: so here."""
-    if not _host:
-        return
     for index, value in enumerate(list(args) + list(kwargs.values())):
         if is_host(value):
             raise ValueError(f"Pointer argument (at {index}) cannot be accessed from Triton (cpu tensor?)")

@@ -14,7 +14,11 @@ So before the file is imported the worker records the interpreter as it set
 it up (its own patches in place): the members of every class of
 triton.runtime.interpreter and of triton.language's tensor and constexpr,
 that module's globals, the native interpreter's
-functions, numpy's, the methods and options of the interpreter's builder
+functions, numpy's and those of every numpy module loaded (tl.max is
+numpy's nanmax, which finds fmax in its own module's globals: a file
+swapped that module's `np` for a proxy whose fmax added; the race watch's
+np.isin finds _in1d so), each module's class too (a module's class
+answers for its attributes before its globals do), the methods and options of the interpreter's builder
 instance, and the CPU mode's own settings (the front end's backend, the
 libdevice stand-ins).
 Before each launch it puts back any that changed. Nothing of the file runs
@@ -26,6 +30,7 @@ compiler Triton made.
 
 from __future__ import annotations
 
+import sys
 import types
 
 _MISSING = object()
@@ -68,7 +73,9 @@ def _owners() -> list[tuple[object, bool]]:
     classes += [value for module in compiler for value in vars(module).values()
                 if isinstance(value, type) and value.__module__ == module.__name__]
     backend = frontend._state.get("backend")
-    return [(interpreter, False), (native, False), (numpy, False)] + [(m, False) for m in compiler] \
+    numpys = [module for name, module in list(sys.modules.items())
+              if name.startswith("numpy.") and isinstance(module, types.ModuleType)]
+    return [(interpreter, False), (native, False), (numpy, False)] + [(m, False) for m in compiler + numpys] \
         + [(cls, True) for cls in classes + language] \
         + [(frontend._state, True), (libdevice_cpu.made(), True), (interpret.math_methods(), True)] \
         + ([(backend, True)] if backend is not None and hasattr(backend, "__dict__") else [])
@@ -111,7 +118,8 @@ def record() -> None:
     """Take the interpreter as it is now as the one every launch runs on."""
     global _recorded, _builder
     from triton.runtime import interpreter
-    _recorded = tuple((owner, types.MappingProxyType(dict(_members(owner))), exact) for owner, exact in _owners())
+    _recorded = tuple((owner, types.MappingProxyType(dict(_members(owner))), exact, type(owner))
+                      for owner, exact in _owners())
     builder = interpreter.interpreter_builder
     _builder = (builder, types.MappingProxyType(dict(vars(builder))))
     global _errors
@@ -129,7 +137,10 @@ def restore() -> list[str]:
     """Put back what changed since record(); returns what was put back
     (qualified names, for diagnosis)."""
     changed = []
-    for owner, members, exact in _recorded:
+    for owner, members, exact, kind in _recorded:
+        if isinstance(owner, types.ModuleType) and type(owner) is not kind:
+            owner.__class__ = kind  # (a module's class may be swapped for a subclass: any such swap is undone)
+            changed.append(_name(owner, "__class__"))
         current = _members(owner)
         if exact:
             for name in [n for n in current if n not in members and n not in _UNSETTABLE]:
