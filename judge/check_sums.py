@@ -15,7 +15,13 @@ element once (4 bytes) and derives the weights from the index.
 The kernel is compiled by the worker's warm-up (judge.worker.warmup),
 before any submission is loaded, and kept in the judge's Triton cache seed
 (judge.warm_cache); it runs in the worker, whose sums the judge checks, so
-nothing here is trusted.
+nothing here is trusted. The warm-up also keeps the kernel's C launcher
+(prepare), and the sums call it directly: a launch through Triton's Python
+runs the launch hooks anyone set (triton.knobs.runtime), and a file's hook
+had added the vectors there, after each timed call and outside the timer's
+events, while the calls themselves did nothing
+(tests/fixtures/gpu/window_launch_hook_defers_work.py). A dtype with no
+launcher kept gets torch's operators, as a dtype the kernel cannot load.
 """
 
 from __future__ import annotations
@@ -24,14 +30,19 @@ import torch
 import triton
 import triton.language as tl
 
+from .cases import check_weights
+
 # What sums() calls, bound as the module is imported (at the worker's start,
 # before any submission): it runs after each timed call, where an operator is
 # the worker's own, so nothing it calls may be looked up anew then (torch's
 # names, torch.Tensor's methods, a builtin: a file's swapped in would run there).
 _TENSOR = torch._C.TensorBase
 _BOUND = (_TENSOR.reshape, _TENSOR.numel, _TENSOR.dtype.__get__, _TENSOR.is_cuda.__get__, _TENSOR.to, _TENSOR.sum,
-          _TENSOR.mul, _TENSOR.add, _TENSOR.device.__get__, torch.stack, torch.empty, torch.zeros, triton.cdiv, max,
+          _TENSOR.mul, _TENSOR.add, _TENSOR.device.__get__, torch.stack, torch.empty, torch.zeros, max,
           torch.float64, frozenset({torch.bool, torch.complex64, torch.complex128}))
+_LAUNCH_BOUND = (_TENSOR.data_ptr, _TENSOR.get_device, getattr(torch._C, "_cuda_getCurrentRawStream", None))
+_LAUNCHERS: dict = {}  # dtype -> what its kernel's C launcher is handed (prepare)
+_I32 = 2 ** 31  # the launcher kept takes n as a 32-bit int (n = 1 when compiled)
 
 BLOCK = 4096
 HASH = tl.constexpr(2654435761)  # judge.cases.check_weights: bit 13 of index × HASH picks the sign
@@ -48,25 +59,71 @@ def _partial_sums(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
     tl.store(partial_ptr + 2 * block + 1, tl.sum(x * weights, axis=0))
 
 
+def prepare(sample) -> bool:
+    """Compile and load the kernel for `sample`'s dtype (a CUDA tensor), and
+    keep its C launcher for sums(). Called by the worker's warm-up, before
+    any submission is loaded: nothing of a file's runs here. False where
+    this Triton's launcher is not the one known here (its sums then go
+    through torch's operators)."""
+    flat = sample.reshape(-1)[:1]
+    partial = torch.empty((1, 2), dtype=torch.float64, device=sample.device)
+    kernel = _partial_sums[(1,)](flat, partial, 1, BLOCK=BLOCK)
+    launcher = getattr(kernel, "run", None)
+    launch = getattr(launcher, "launch", None)
+    if not (type(launcher).__name__ == "CudaLauncher" and type(launch).__name__ == "builtin_function_or_method"
+            and getattr(launcher, "global_scratch_size", 1) == 0 and getattr(launcher, "profile_scratch_size", 1) == 0
+            and _LAUNCH_BOUND[2] is not None):
+        return False
+    _LAUNCHERS[sample.dtype] = (launch, kernel.function, launcher.launch_cooperative_grid, launcher.launch_pdl,
+                                kernel.packed_metadata)
+    # Checked once against torch's operators, on more than one block: a
+    # launcher that takes its arguments otherwise is not kept.
+    probe = torch.arange(3 * BLOCK + 5, device=sample.device).to(sample.dtype)
+    try:
+        kept = torch.equal(sums([probe]), _by_torch(probe))
+    except Exception:  # noqa: BLE001 - not kept; the sums go through torch
+        kept = False
+    if not kept:
+        del _LAUNCHERS[sample.dtype]
+    return kept
+
+
+def _by_torch(flat) -> "torch.Tensor":
+    wide = flat.to(torch.float64)
+    return torch.stack([wide.sum(), (wide * check_weights(flat.numel(), flat.device)).sum()])
+
+
 def sums(tensors) -> "torch.Tensor":  # noqa: F821 - torch is imported where called
     """[plain sum, weighted sum] of `tensors` (each contiguous, weights by
     position within each tensor), float64, on their device, without a host
-    synchronisation. On the GPU (or the CPU under Triton's interpreter) the
-    kernel; a dtype it cannot load (bool, complex) through torch operators."""
-    (reshape, numel, dtype_of, is_cuda, to, total_of, mul, add, device_of, stack, empty, zeros, cdiv, most,
+    synchronisation. On the GPU the kernel, by its C launcher (prepare);
+    under Triton's interpreter (the CPU) the kernel as Triton runs it; a
+    dtype with no launcher kept, or one the kernel cannot load (bool,
+    complex), through torch operators."""
+    (reshape, numel, dtype_of, is_cuda, to, total_of, mul, add, device_of, stack, empty, zeros, most,
      float64, unloadable) = _BOUND
+    data_ptr, device_index, raw_stream = _LAUNCH_BOUND
     total = None
     for tensor in tensors:
         flat = reshape(tensor, -1)
         n = numel(flat)
-        if dtype_of(flat) in unloadable or not (is_cuda(flat) or interpreted()):
-            from .cases import check_weights
+        dtype = dtype_of(flat)
+        cuda = is_cuda(flat)
+        direct = _LAUNCHERS.get(dtype) if cuda and n < _I32 else None
+        if direct is None and (dtype in unloadable or cuda or not interpreted()):
             wide = to(flat, float64)
             part = stack([total_of(wide), total_of(mul(wide, check_weights(n, device_of(flat))))])
         else:
-            blocks = most(1, cdiv(n, BLOCK))
+            blocks = most(1, -(-n // BLOCK))
             partial = empty((blocks, 2), dtype=float64, device=device_of(flat))
-            _partial_sums[(blocks,)](flat, partial, n, BLOCK=BLOCK)
+            if direct is None:
+                _partial_sums[(blocks,)](flat, partial, n, BLOCK=BLOCK)
+            else:
+                launch, function, cooperative, pdl, packed = direct
+                # (grid, stream, function, launch flags, scratch, metadata, launch
+                # metadata and the two hooks: none, then the kernel's own arguments)
+                launch(blocks, 1, 1, raw_stream(device_index(flat)), function, cooperative, pdl, None, None, packed,
+                       None, None, None, data_ptr(flat), data_ptr(partial), n, BLOCK)
             part = total_of(partial, 0)
         total = part if total is None else add(total, part)
     return total if total is not None else zeros(2, dtype=float64)

@@ -48,3 +48,39 @@ def test_a_nan_left_in_an_output_shows_in_both_sums():
     x = torch.ones(9000, device=DEVICE)
     x[4321] = float("nan")
     assert all(v != v for v in check_sums.sums([x]).tolist())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_the_gpu_the_kept_launcher_runs_no_hook_of_triton():
+    """The worker's warm-up keeps the kernel's C launcher (prepare); the sums
+    then run no launch hook that anyone set: a file's hook had done its work
+    there, outside the timer's events
+    (tests/fixtures/gpu/window_launch_hook_defers_work.py)."""
+    import triton
+    assert check_sums.prepare(torch.ones(16, device="cuda"))
+    seen = []
+
+    def hook(metadata):
+        seen.append(metadata)
+
+    triton.knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        gen = torch.Generator().manual_seed(5)
+        x = torch.randn(3 * check_sums.BLOCK + 11, generator=gen).to("cuda")
+        assert torch.allclose(check_sums.sums([x]), _torch_sums([x]), rtol=1e-12, atol=1e-9)
+        assert seen == []
+        check_sums._partial_sums[(1,)](x, torch.empty((1, 2), dtype=torch.float64, device="cuda"), 1,
+                                       BLOCK=check_sums.BLOCK)
+        assert len(seen) == 1  # the hook itself works: Triton's own launch runs it
+    finally:
+        triton.knobs.runtime.launch_enter_hook.remove(hook)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_dtype_with_no_launcher_kept_goes_through_torch():
+    check_sums.prepare(torch.ones(16, device="cuda"))
+    x = torch.randint(-9, 9, (5000,), dtype=torch.int16, device="cuda")
+    assert torch.int16 not in check_sums._LAUNCHERS
+    assert torch.allclose(check_sums.sums([x]), _torch_sums([x]), rtol=1e-12, atol=1e-9)
