@@ -142,7 +142,10 @@ def _our_answer(result: GradeResult, leet_policy: str, our_policy: str, leet: Le
         first = _first_failing_under(result.cases, our_policy)
     verdict = first[1] if first else "accepted"
     differs = leet.verdict != "unknown" and verdict != leet.verdict
-    text = f"our judge ({our_policy}, all {len(result.cases)} cases): {verdict}"
+    unrun = sum(c.status in ("skipped", "not_run") for c in result.cases)
+    counted = (f"all {len(result.cases)} cases" if not unrun
+               else f"{len(result.cases) - unrun} of {len(result.cases)} cases run, {unrun} not")
+    text = f"our judge ({our_policy}, {counted}): {verdict}"
     if first:
         text += f" on case {first[0].name} ({first[0].shape}) — {first[2]}"
     if differs and verdict == "accepted" and leet.verdict == "wrong_answer":
@@ -178,12 +181,15 @@ def estimate(challenge: Challenge, gpu: str, result: GradeResult) -> str | None:
     bounds = []
     if moved:
         bounds.append(moved / (bandwidth * 1e9) * 1e3)
-        parts.append(f"moving {moved / 1e9:.2f} GB takes ≥ {bounds[-1]:.3f} ms at {bandwidth:,} GB/s")
-    if flops:
-        bounds.append(flops / (fp32 * 1e12) * 1e3)
-        parts.append(f"{flops / 1e9:,.0f} GFLOP take ≥ {bounds[-1]:.3f} ms at {fp32:g} TFLOPS of float32 FMA"
-                     + (f" ({flops / (tf32 * 1e12) * 1e3:.3f} ms at TF32's {tf32:g}, which fails the fp32 accuracy)"
-                        if tf32 else ""))
+        parts.append(f"moving {f'{moved / 1e9:.2f} GB' if moved >= 1e8 else f'{moved / 1e6:.1f} MB'} takes ≥ {bounds[-1]:.3f} ms at {bandwidth:,} GB/s")
+    compute_ms = flops / (fp32 * 1e12) * 1e3 if flops else 0.0
+    if flops and compute_ms >= 0.1 * max(bounds, default=0.0):  # (a memory-bound case's arithmetic is no bound)
+        bounds.append(compute_ms)
+        # TF32 only where the arithmetic bounds the case (a matrix product's tensor cores)
+        tf32_note = (f" ({flops / (tf32 * 1e12) * 1e3:.3f} ms at TF32's {tf32:g}, which fails the fp32 accuracy)"
+                     if tf32 and compute_ms >= max(bounds) else "")
+        parts.append(f"{flops / 1e9:,.{0 if flops >= 1e10 else 2}f} GFLOP take ≥ {compute_ms:.3f} ms at {fp32:g} "
+                     f"TFLOPS of float32 FMA{tf32_note}")
     if not bounds:
         return None
     return (f"performance case ({dims}) not timed here; on a {name} a kernel needs at least "

@@ -29,7 +29,12 @@ TORCH_ALLOWED = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_lik
                  "current_stream", "default_stream", "set_device", "device_count", "is_available", "Stream",
                  "Event", "stream", "manual_seed",
                  # views and reshapes of a tensor: no data computed
-                 "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "narrow", "as_strided"}
+                 "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "narrow", "as_strided",
+                 # data moved, not computed (the graded run allows them: judge.worker.rules), and constants
+                 # built from Python numbers
+                 "cat", "concat", "concatenate", "stack", "clone", "pad", "tensor",
+                 # the allocator's and the profiler's housekeeping
+                 "empty_cache", "range_push", "range_pop", "range", "mark", "record_function"}
 # Modules whose functions share a name with a tensor method (math.prod of a shape) but never take a tensor's data.
 PLAIN_MODULES = {"math", "operator", "functools", "itertools", "builtins", "statistics", "typing", "triton", "tl"}
 TENSOR_COMPUTE = {"matmul", "mm", "bmm", "addmm", "einsum", "sum", "mean", "softmax", "log_softmax", "cumsum",
@@ -58,7 +63,7 @@ def check(source: str, arg_names: list[str]) -> list[Finding]:
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; nesting past the parser's depth
         return [Finding("syntax", 0, f"Python cannot parse the file: {type(exc).__name__}: {exc}",
                         "fix the source (null bytes, or expressions nested thousands deep)", True)]
-    findings = _imports(tree)
+    findings = _imports(tree, _main_block_nodes(tree))
     solve = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "solve"), None)
     assigned = next((n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
         isinstance(t, ast.Name) and t.id == "solve" for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))),
@@ -74,8 +79,10 @@ def check(source: str, arg_names: list[str]) -> list[Finding]:
                                 f"define def solve({', '.join(arg_names)}):", True))
     else:
         findings += _signature(solve, arg_names)
-        findings += _torch_compute(solve)
-    if not any(_is_triton_jit(d) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) for d in n.decorator_list):
+        findings += _torch_compute(solve, _plain_containers(tree))
+    if not (any(_is_triton_jit(d) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) for d in n.decorator_list)
+            or any(_is_triton_jit(n) for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args)):
+        # (a decorator, or called on a function: kernel = triton.jit(body))
         findings.append(Finding("triton", 0, "no @triton.jit kernel in the file",
                                 "write the computation as a Triton kernel launched from solve", True))
     return findings
@@ -107,10 +114,30 @@ def _signature(solve: ast.FunctionDef, arg_names: list[str]) -> list[Finding]:
     return [Finding("signature", solve.lineno, problem + " (LeetGPU may pass them by name)", wanted, True)]
 
 
-def _imports(tree: ast.Module) -> list[Finding]:
+def _main_block_nodes(tree: ast.Module) -> set[int]:
+    """ids of the nodes inside top-level `if __name__ == "__main__":` blocks:
+    a self-test LeetGPU never runs (it imports the file)."""
+    inside = set()
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and {_dotted(test.left), _constant(test.comparators[0])} == {"__name__", "__main__"}
+                or isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and {_constant(test.left), _dotted(test.comparators[0])} == {"__main__", "__name__"}):
+            inside |= {id(n) for statement in node.body for n in ast.walk(statement)}
+    return inside
+
+
+def _constant(node: ast.AST) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+
+
+def _imports(tree: ast.Module, skipped: set[int] = frozenset()) -> list[Finding]:
     out = []
     stdlib = getattr(sys, "stdlib_module_names", set())
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             roots = [(a.name.split(".")[0], a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -148,7 +175,30 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
-def _torch_compute(solve: ast.FunctionDef) -> list[Finding]:
+# Python's own containers, and the calls that make them: their .sort(), .add(), .max() are no tensor's.
+_CONTAINER_NODES = (ast.List, ast.Set, ast.Dict, ast.Tuple, ast.ListComp, ast.SetComp, ast.DictComp)
+_CONTAINER_CALLS = {"list", "set", "dict", "tuple", "sorted", "frozenset", "collections.deque", "deque",
+                    "collections.defaultdict", "defaultdict", "collections.Counter", "Counter",
+                    "collections.OrderedDict", "OrderedDict"}
+
+
+def _plain_containers(tree: ast.Module) -> set[str]:
+    """Names the file only ever binds to Python containers (`seen = set()`,
+    `blocks = []`): method calls on them are not torch's."""
+    bound: dict[str, bool] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            plain = isinstance(value, _CONTAINER_NODES) or (
+                isinstance(value, ast.Call) and _dotted(value.func) in _CONTAINER_CALLS)
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    bound[target.id] = bound.get(target.id, True) and plain
+    return {name for name, plain in bound.items() if plain}
+
+
+def _torch_compute(solve: ast.FunctionDef, containers: set[str] = frozenset()) -> list[Finding]:
     out = []
     body = ast.Module(body=solve.body, type_ignores=[])  # not its decorators (@torch.inference_mode())
     for node in ast.walk(body):
@@ -162,7 +212,8 @@ def _torch_compute(solve: ast.FunctionDef) -> list[Finding]:
                     "torch.cuda.synchronize",):
                 out.append(Finding("torch_compute", node.lineno, f"solve calls {name}: torch may not do the job",
                                    "do this step in a Triton kernel (allocation and views are fine)", True))
-            elif head and head.split(".")[0] not in {"torch", "F"} | PLAIN_MODULES and last in TENSOR_COMPUTE:
+            elif head and head.split(".")[0] not in {"torch", "F"} | PLAIN_MODULES | containers \
+                    and last in TENSOR_COMPUTE:
                 out.append(Finding("torch_compute", node.lineno,
                                    f"solve calls .{last}() on a tensor: torch may not do the job",
                                    "do this step in a Triton kernel", True))

@@ -82,6 +82,52 @@ def test_honest_launch_code_raises_no_rule():
     assert _rules(body) == []
 
 
+def test_python_habits_are_no_findings():
+    """A self-test under `if __name__ == "__main__":` (never run on import),
+    a Python list's .sort() and a set's .add(), data moved by torch.cat,
+    the allocator's and profiler's housekeeping, and a kernel made by
+    calling triton.jit: each had been told it breaks a rule (the twelfth
+    session's honest probe), though the graded run accepts all of them."""
+    body = """
+    import torch
+
+    _seen = set()
+
+
+    def _body(x_ptr):
+        pass
+
+
+    made = triton.jit(_body)
+
+
+    def solve(a, b, c, M, N, K):
+        blocks = []
+        blocks.sort()
+        _seen.add(N)
+        both = torch.cat([a.reshape(-1), b.reshape(-1)])
+        torch.cuda.empty_cache()
+        torch.cuda.nvtx.range_push("solve")
+        made[(1,)](both)
+
+
+    if __name__ == "__main__":
+        import numpy as np
+        print(np.zeros(3))
+    """
+    assert precheck.check(textwrap.dedent(body).replace("import torch", "import torch\nimport triton", 1),
+                          NAMES) == []
+    # The same names are still read as tensors where the file binds them so, and numpy outside the block counts.
+    assert _rules("import numpy\ndef solve(a, b, c, M, N, K):\n    blocks = a\n    blocks.sort()\n") == \
+        ["imports", "torch_compute"]
+
+
+def test_a_torch_library_operator_is_refused_with_what_to_do_instead():
+    from judge.worker.refusals import gate_refusal
+    message = gate_refusal("guard", "torch._C._dispatch_library")
+    assert "torch.library" in message and "launch your Triton kernel directly from solve" in message
+
+
 def test_parameters_of_the_files_own():
     """Extra parameters with defaults are fine and said so without blocking;
     a keyword-only one without a default can never be passed."""

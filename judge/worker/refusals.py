@@ -88,6 +88,10 @@ def gate_refusal(kind: str, name: str) -> str:
                 "write the computation as a Triton kernel")
     if name.partition(".")[0] in ("signal", "_signal"):
         return f"no signal handlers: one runs the file's code outside solve's rules ({name})"
+    if name.endswith("_dispatch_library"):
+        # torch.library's decorators (custom_op, triton_op, Library.impl) all register through it.
+        return (f"no operators registered with torch.library (custom_op, triton_op, Library: {name}): a "
+                "registered kernel runs below the operator guard; launch your Triton kernel directly from solve")
     return f"no way around the operator guard ({name})"
 
 
