@@ -121,3 +121,42 @@ def test_an_exact_name_wins_over_a_partial_roster_match(tmp_path):
     found = discover(tmp_path, roster)
     assert [(e.id, e.source) for e in found.entries] == [("bob", "# bob's\n")]
     assert any("a_bob.py" in p and "duplicate id 'bob'" in p for p in found.problems)
+
+
+def test_submitted_but_ungradable_files_get_a_row(tmp_path):
+    """An oversized file, a link, a folder of several .py files with no
+    solution.py: each student is `skipped` with the reason (no row at all
+    before, or `missing` on a roster); an upper-case .PY is graded."""
+    write(tmp_path / "big.py", "#" * (1 << 20) + "\n")
+    (tmp_path / "linked.py").symlink_to(write(tmp_path.parent / "elsewhere.py"))
+    write(tmp_path / "carol" / "a.py")
+    write(tmp_path / "carol" / "b.py")
+    write(tmp_path / "upper.PY")
+    roster = read_roster(write(tmp_path.parent / "r.csv", "id\nbig\nlinked\ncarol\nupper\nnobody\n"))
+    found = discover(tmp_path, roster)
+    assert [e.id for e in found.entries] == ["upper"]
+    reasons = {s.id: s.reason for s in found.skipped}
+    assert sorted(reasons) == ["big", "carol", "linked"]
+    assert "limit" in reasons["big"] and "link" in reasons["linked"] and "2 .py files" in reasons["carol"]
+    assert [s.id for s in found.missing] == ["nobody"]
+    assert discover(tmp_path).skipped and sorted(s.id for s in discover(tmp_path).skipped) == sorted(reasons)
+
+
+def test_ids_are_nfc_and_roster_ids_match_whatever_the_case(tmp_path):
+    """josé.py written decomposed (macOS) against josé on the roster, Dave/
+    against dave: one student each. Bob.py and bob.py with no roster: both
+    graded, with a warning."""
+    import unicodedata
+    write(tmp_path / unicodedata.normalize("NFD", "josé.py"))
+    write(tmp_path / "Dave" / "solution.py")
+    roster = read_roster(write(tmp_path.parent / "r.csv", "id\n" + unicodedata.normalize("NFC", "josé") + "\ndave\n"))
+    found = discover(tmp_path, roster)
+    assert sorted(e.id for e in found.entries) == sorted(["dave", unicodedata.normalize("NFC", "josé")])
+    assert found.missing == [] and not any("not on the roster" in p for p in found.problems)
+
+    other = tmp_path.parent / "case"
+    write(other / "Bob.py")
+    write(other / "bob.py")
+    found = discover(other)
+    assert sorted(e.id for e in found.entries) == ["Bob", "bob"]
+    assert any("differ only by case" in p for p in found.problems)

@@ -192,3 +192,143 @@ def test_drift_check_runs_in_the_lanes_queue_and_is_no_student(tmp_path):
     report = json.loads(drift_json)
     assert report["start"]["verdict"] == report["end"]["verdict"] == "compile_error"
     assert report["start"]["lane"] and report["end"]["lane"]
+
+
+RELU = ROOT / "challenges" / "relu" / "examples"
+QUICK = ["--challenge", "relu", "--device", "cpu", "--drift", "none"]
+
+
+def judge(*args: str):
+    from click.testing import CliRunner
+    from judge.cli import main
+    return CliRunner().invoke(main, [str(a) for a in args], env={"COLUMNS": "200"})
+
+
+def relu_store(tmp_path: Path, sid: str = "alice"):
+    """A class of one relu file and its store with an accepted result under
+    the batch's own settings, recorded without grading (quick)."""
+    from judge.batch.discover import discover
+    from judge.batch.run import BatchOptions, config_key, grade_options
+    from judge.batch.store import Store
+    from tests.batch_results import accepted
+    folder, out = tmp_path / "class", tmp_path / "results"
+    folder.mkdir(parents=True)
+    shutil.copyfile(RELU / "correct_block1024.py", folder / f"{sid}.py")
+    store = Store(out)
+    store.set_meta("seed", "5")
+    store.set_meta("challenge", "relu")
+    store.sync(discover(folder).entries, [])
+    options = grade_options(BatchOptions(folder=folder, out=out, challenge="relu"), "cpu", 5)
+    entry = discover(folder).entries[0]
+    store.record(sid, entry.sha256, config_key(options), None, dict(accepted(), challenge="relu"))
+    store.close()
+    return folder, out
+
+
+def test_a_file_replaced_by_an_ungradable_one_loses_its_grade(tmp_path):
+    """Graded, then replaced by a file over the size limit: the table and
+    the gradebook still showed `graded, accepted`."""
+    folder, out = relu_store(tmp_path)
+    (folder / "alice.py").write_text("#" * (1 << 20) + "\n")
+    run = judge("batch", folder, "--out", out, *QUICK)
+    assert run.exit_code == 0, run.output
+    assert "submitted, not graded: over the" in run.output and "accepted" not in run.output
+    assert judge("export", out, "--format", "csv").exit_code == 0
+    gradebook = (out / "gradebook.csv").read_text()
+    assert "submitted, not graded: over the" in gradebook and "accepted" not in gradebook
+
+
+def test_a_file_submitted_but_not_gradable_is_not_missing(tmp_path):
+    """Over the size limit, a link, several .py files and no solution.py:
+    no row at all, or `missing` with a roster (as if nothing was sent)."""
+    folder = tmp_path / "class"
+    (folder / "carol").mkdir(parents=True)
+    (folder / "bob.py").write_text("#" * (1 << 20) + "\n")
+    (folder / "dave.py").symlink_to(RELU / "correct_block1024.py")
+    for name in ("a.py", "b.py"):
+        (folder / "carol" / name).write_text("pass\n")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\nbob,Bob\ncarol,Carol\ndave,Dave\nerin,Erin\n")
+    out = tmp_path / "results"
+    run = judge("batch", folder, "--out", out, *QUICK, "--roster", roster)
+    assert run.exit_code == 0, run.output
+    assert judge("export", out, "--format", "csv").exit_code == 0
+    rows = {line.split(",")[0]: line for line in (out / "gradebook.csv").read_text().splitlines()[1:]}
+    assert sorted(rows) == ["bob", "carol", "dave", "erin"]
+    for sid, reason in (("bob", "over the 1,048,576-byte limit"), ("carol", "2 .py files"), ("dave", "a link")):
+        assert f"submitted, not graded: {reason}" in rows[sid] and ",missing," not in rows[sid]
+    assert ",missing," in rows["erin"]
+
+
+def test_a_refused_batch_changes_nothing(tmp_path):
+    """A bad --policy or --challenge with --seed 6 overwrote the stored seed
+    (the next correct run regraded everyone); an empty class folder made a
+    store and exited 0."""
+    folder, out = relu_store(tmp_path)
+    before = (out / "results.sqlite").read_bytes()
+    for bad in (["--policy", "bogus"], ["--challenge", "nope"]):
+        run = judge("batch", folder, "--out", out, *QUICK, "--seed", "6", *bad)
+        assert run.exit_code == 2 and "error:" in run.output and "Traceback" not in run.output
+    assert (out / "results.sqlite").read_bytes() == before
+    conn = sqlite3.connect(out / "results.sqlite")
+    assert conn.execute("SELECT value FROM meta WHERE key = 'seed'").fetchone()[0] == "5"
+    conn.close()
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("no code")
+    run = judge("batch", empty, "--out", tmp_path / "new", *QUICK)
+    assert run.exit_code == 2 and "no submissions in" in run.output and not (tmp_path / "new").exists()
+
+
+def test_another_challenge_into_the_same_store_is_refused(tmp_path):
+    folder, out = relu_store(tmp_path)
+    run = judge("batch", folder, "--out", out, "--challenge", "vector_addition", "--device", "cpu",
+                "--drift", "none")
+    assert run.exit_code == 2
+    assert "holds results for the challenge relu, not vector_addition" in run.output
+
+
+def test_the_default_policy_named_keeps_every_result(tmp_path):
+    """--policy leetgpu (relu's default) regraded everything: the key held
+    the policy as given (None against "leetgpu"). A store keyed so before
+    keeps its results too."""
+    from judge.batch.run import BatchOptions, config_key, grade_options, legacy_config_keys
+    opts = BatchOptions(folder=tmp_path, out=tmp_path, challenge="relu")
+    plain = grade_options(opts, "cpu", 5)
+    named = grade_options(BatchOptions(folder=tmp_path, out=tmp_path, challenge="relu", policy="leetgpu"), "cpu", 5)
+    assert config_key(plain) == config_key(named)
+    assert config_key({**plain, "policy": None}) in legacy_config_keys(named)
+    exact = grade_options(BatchOptions(folder=tmp_path, out=tmp_path, challenge="relu", policy="exact"), "cpu", 5)
+    assert config_key(exact) != config_key(plain) and legacy_config_keys(exact) == []
+
+    folder, out = relu_store(tmp_path / "store")
+    run = judge("batch", folder, "--out", out, *QUICK, "--policy", "leetgpu", "--seed", "5")
+    assert run.exit_code == 0 and "0 graded now, 1 kept from before" in run.output, run.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["sigterm", "ctrl-c"])
+def test_an_interrupted_batch_ends_cleanly(tmp_path, how):
+    """SIGTERM killed the batch silently, leaving /tmp/judge-worker-* folders
+    and staged _grading_*.py copies; Ctrl-C said only "Aborted!". Both now
+    stop the lanes, remove the copies, say what was recorded, exit 1."""
+    folder, out, scratch = tmp_path / "class", tmp_path / "results", tmp_path / "tmp"
+    folder.mkdir()
+    scratch.mkdir()
+    shutil.copyfile(RELU / "torch_relu.py", folder / "a_quick.py")
+    shutil.copyfile(RELU / "correct_block1024.py", folder / "b_slow.py")
+    proc = subprocess.Popen(batch_cmd(folder, out, *QUICK), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "TMPDIR": str(scratch)}, start_new_session=True)
+    first = json.loads(proc.stdout.readline())  # one result recorded, the next file under way
+    if how == "sigterm":
+        os.kill(proc.pid, signal.SIGTERM)
+    else:  # a terminal's Ctrl-C: SIGINT to the whole process group, lanes included
+        os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err[-2000:]
+    assert "interrupted: 1 of 2 result(s)" in err and "run the same command again" in err
+    assert "Traceback" not in err and "Aborted!" not in err
+    assert sorted(recorded(out)) == [first["id"]]
+    assert not list(out.glob("_grading_*"))
+    assert not list(scratch.glob("judge-*"))

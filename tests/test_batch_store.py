@@ -133,3 +133,81 @@ def test_json_lines_are_strict_json(capsys):
     parsed = json.loads(line, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
     assert parsed["result"] == {"max_abs_err": None, "n": 1}
     line.encode("utf-8")  # no lone surrogate left
+
+
+def test_a_file_that_became_ungradable_shows_no_old_grade(tmp_path):
+    """Graded, then replaced by an oversized file (or a link): the old
+    `graded, accepted` row stayed. The student is now "submitted, not
+    graded: REASON" with no grade; the old result stays in the store and
+    counts again if the same file comes back."""
+    from judge.batch.discover import Skipped
+    store = Store(tmp_path)
+    store.sync([entry("a")], [])
+    store.record("a", "a" * 64, "cfg", None, accepted())
+    store.sync([], [], [Skipped("a", "/x/a.py", "over the 1,048,576-byte limit")])
+    row = store.rows()[0]
+    assert row["status"] == "submitted, not graded: over the 1,048,576-byte limit"
+    assert row["verdict"] is None and row["score"] is None and row["result"] is None and row["source"] is None
+    assert store.conn.execute("SELECT count(*) FROM results").fetchone()[0] == 1  # nothing lost
+    store.sync([entry("a")], [])  # the same file back: its result is current again
+    assert store.rows()[0]["status"] == "graded" and store.to_grade(["a"], "cfg") == []
+
+
+def test_a_damaged_store_is_one_clear_error(tmp_path):
+    """A damaged page gave sqlite3.DatabaseError's traceback (database disk
+    image is malformed), from batch and export alike."""
+    store = Store(tmp_path)
+    store.sync([Entry(id=f"s{i}", path=f"/x/{i}.py", sha256="a" * 64, source="x" * 3000) for i in range(40)], [])
+    store.close()
+    with open(tmp_path / "results.sqlite", "r+b") as fh:
+        fh.seek(4096)
+        fh.write(b"\xa5" * 2000)
+    for read_only in (False, True):
+        with pytest.raises(UsageError, match="is damaged .*restore it from a backup"):
+            Store(tmp_path, read_only=read_only)
+
+    other = tmp_path / "json"
+    store = Store(other)
+    store.sync([entry("a")], [])
+    store.record("a", "a" * 64, "cfg", None, accepted())
+    store.conn.execute("UPDATE results SET result_json = '{\"verdict\": \"acc\x01'")
+    with pytest.raises(UsageError, match="is damaged"):
+        store.rows()
+
+
+def test_a_store_copied_without_its_shm_file_is_not_called_unreadable(tmp_path, monkeypatch):
+    """Copied without results.sqlite-shm into a read-only folder: its
+    results, in the -wal file, cannot be read there. Said so; never
+    'not a results store ... move it aside'."""
+    import shutil
+    store = Store(tmp_path / "src")
+    store.sync([entry("a")], [])
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("results.sqlite", "results.sqlite-wal"):  # copied while the batch still had it open
+        shutil.copyfile(tmp_path / "src" / name, copy / name)
+    store.close()
+    real_connect = sqlite3.connect
+
+    def read_only_folder(database, *args, **kwargs):  # what a folder this process cannot write gives (root can)
+        if "mode=ro" in str(database):
+            raise sqlite3.OperationalError("unable to open database file")
+        return real_connect(database, *args, **kwargs)
+    monkeypatch.setattr(sqlite3, "connect", read_only_folder)
+    monkeypatch.setattr("judge.batch.store.os.access", lambda *a: False)
+    with pytest.raises(UsageError) as info:
+        Store.open_existing(copy, read_only=True)
+    message = str(info.value)
+    assert "results.sqlite-shm file is missing" in message and "read-only" in message
+    assert "move it aside" not in message and "intact" in message
+
+
+def test_a_store_of_another_challenge_is_refused(tmp_path):
+    """A second challenge graded into the same --out merged the two."""
+    from judge.batch.run import BatchOptions, open_store
+    store = Store(tmp_path)
+    store.start_run(challenge="relu")  # a store from before meta kept the challenge: its runs say
+    store.close()
+    with pytest.raises(UsageError, match="holds results for the challenge relu, not vector_addition.*another --out"):
+        open_store(BatchOptions(folder=tmp_path, out=tmp_path, challenge="vector_addition"))
+    open_store(BatchOptions(folder=tmp_path, out=tmp_path, challenge="relu")).close()

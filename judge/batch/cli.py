@@ -55,13 +55,21 @@ def batch(folder, challenge_name, out, device, gpus, lanes, lanes_per_gpu, worke
     (another batch writing to the same --out among them), 1 when interrupted
     (what was recorded stays: run the same command again)."""
     from .progress import JsonLines, LivePanel, summary_table
-    from .run import BatchOptions, run_batch
+    from .run import BatchInterrupted, BatchOptions, run_batch
     from .store import Store
 
     opts = BatchOptions(folder=folder, out=out, challenge=challenge_name, device=device, gpus=gpus, lanes=lanes,
                         lanes_per_gpu=lanes_per_gpu, workers=workers, policy=policy, seed=seed,
                         scoring=scoring_file, roster=roster, regrade=list(regrade), ray=ray, drift=drift)
-    outcome = run_batch(opts, JsonLines if as_json else LivePanel)
+    try:
+        outcome = run_batch(opts, JsonLines if as_json else LivePanel)
+    except BatchInterrupted as exc:
+        click.secho(str(exc), fg="yellow", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:  # outside the grading (nothing staged yet, or all recorded)
+        click.secho("interrupted; what was recorded is kept: run the same command again to resume", fg="yellow",
+                    err=True)
+        sys.exit(1)
     if as_json:
         return
     from rich.console import Console
@@ -75,7 +83,8 @@ def batch(folder, challenge_name, out, device, gpus, lanes, lanes_per_gpu, worke
     console.print(summary_table(rows))
     console.print(f"{len(outcome.discovery.entries)} submission(s) found ({outcome.discovery.layout} layout), "
                   f"{outcome.graded} graded now, {outcome.kept} kept from before, "
-                  f"{len(outcome.discovery.missing)} missing; store: {Path(out) / 'results.sqlite'}")
+                  f"{len(outcome.discovery.missing)} missing, {len(outcome.discovery.skipped)} submitted but not "
+                  f"gradable; store: {Path(out) / 'results.sqlite'}")
     if outcome.drift:
         d = outcome.drift
         console.print(f"drift check ({d['file']}): start {d['start']['latency_ms']} ms, end {d['end']['latency_ms']} "

@@ -8,7 +8,12 @@ repositories), so only regular files are read, never through a link (a link
 to another student's file took their grade; one to a file outside the class
 showed its contents in the message; a pipe hung the batch, /dev/zero filled
 its memory), and a name that is not printable UTF-8 is shown with its odd
-characters replaced (one crashed the store)."""
+characters replaced (one crashed the store).
+
+A student whose file is there but cannot be graded (too large, a link,
+several .py files and none preferred...) is `skipped`: one row each, saying
+why, never taken for a student who submitted nothing. Ids are NFC Unicode
+(macOS writes names decomposed), and a roster id matches whatever the case."""
 
 from __future__ import annotations
 
@@ -48,11 +53,23 @@ class Entry:
 
 
 @dataclass
+class Skipped:
+    """A student who submitted a file that cannot be graded, and why."""
+
+    id: str
+    path: Path
+    reason: str
+    name: str = ""
+    email: str = ""
+
+
+@dataclass
 class Discovery:
     layout: str  # "flat", "folders", "mixed" or "empty"
     entries: list[Entry] = field(default_factory=list)
     missing: list[Student] = field(default_factory=list)  # on the roster, nothing submitted
     problems: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # submitted, not graded (reason)
 
 
 def read_roster(path: Path) -> list[Student]:
@@ -70,10 +87,10 @@ def read_roster(path: Path) -> list[Student]:
     name_field, email_field = fields.get("name"), fields.get("email")
     students, seen = [], set()
     for row in reader:
-        sid = (row.get(id_field) or "").strip()
-        if not sid or sid in seen:
+        sid = unicodedata.normalize("NFC", (row.get(id_field) or "").strip())
+        if not sid or id_key(sid) in seen:
             continue
-        seen.add(sid)
+        seen.add(id_key(sid))
         students.append(Student(sid, (row.get(name_field) or "").strip() if name_field else "",
                                 (row.get(email_field) or "").strip() if email_field else ""))
     return students
@@ -88,6 +105,22 @@ def printable(text: str) -> str:
     return "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cs", "Cf", "Cn") else c for c in text)
 
 
+def student_id(name: str) -> str:
+    """A file or folder name as an id: printable, in NFC (a name typed on
+    macOS comes decomposed, NFD, and did not match the same roster id)."""
+    return unicodedata.normalize("NFC", printable(name))
+
+
+def id_key(sid: str) -> str:
+    """What two ids are compared by: case and Unicode form aside."""
+    return unicodedata.normalize("NFC", sid).casefold()
+
+
+def is_python(path: Path) -> bool:
+    """A .py file, whatever the case of its extension (an upper-case .PY went unseen)."""
+    return path.suffix.lower() == ".py"
+
+
 def _regular(path: Path) -> bool:
     """A regular file itself (lstat: a link is not followed)."""
     try:
@@ -96,24 +129,33 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _read(path: Path, problems: list[str]) -> tuple[str, str] | None:
+def _read(path: Path, problems: list[str]) -> tuple[str, str] | str:
+    """(sha256, text) of the file, or why it cannot be graded (also a line in `problems`)."""
     if not _regular(path):
-        problems.append(f"{printable(str(path))}: not a regular file (a link, a pipe, a device); not graded")
-        return None
-    try:
-        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW | os.O_NONBLOCK)) as fh:
-            data = fh.read(MAX_SOURCE_BYTES + 1)
-    except OSError as exc:
-        problems.append(f"{printable(str(path))}: unreadable ({exc.strerror or exc}); not graded")
-        return None
-    if len(data) > MAX_SOURCE_BYTES:
-        problems.append(f"{printable(str(path))}: over the {MAX_SOURCE_BYTES:,}-byte limit; not graded")
-        return None
-    return hashlib.sha256(data).hexdigest(), data.decode("utf-8", errors="replace")
+        reason = "not a regular file (a link, a pipe, a device)"
+    else:
+        try:
+            with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW | os.O_NONBLOCK)) as fh:
+                data = fh.read(MAX_SOURCE_BYTES + 1)
+        except OSError as exc:
+            reason = f"unreadable ({exc.strerror or exc})"
+        else:
+            if len(data) <= MAX_SOURCE_BYTES:
+                return hashlib.sha256(data).hexdigest(), data.decode("utf-8", errors="replace")
+            reason = f"over the {MAX_SOURCE_BYTES:,}-byte limit"
+    problems.append(f"{printable(str(path))}: {reason}; not graded")
+    return reason
 
 
 def _pick(folder: Path, problems: list[str]) -> Path | None:
-    candidates = sorted(p for p in _walk(folder) if p.suffix == ".py" and not any(
+    """The file graded for a student's folder (None: nothing to grade)."""
+    return pick_file(folder, problems)[0]
+
+
+def pick_file(folder: Path, problems: list[str]) -> tuple[Path | None, str | None]:
+    """(the file graded for a student's folder, None), or (None, why not):
+    the reason is None for an empty folder (nothing submitted)."""
+    candidates = sorted(p for p in _walk(folder) if is_python(p) and not any(
         part in IGNORED or part.startswith(".") for part in p.relative_to(folder).parts))
     files = [p for p in candidates if _regular(p)]
     for p in candidates:
@@ -121,19 +163,25 @@ def _pick(folder: Path, problems: list[str]) -> Path | None:
             problems.append(f"{printable(str(p))}: not a regular file (a link, a pipe, a device); not read")
     if not files:
         others = [p for p in _walk(folder) if _regular(p)]
-        problems.append(f"{folder}: " + ("empty folder" if not others else
-                                         f"no .py file ({len(others)} other file(s)); nothing graded"))
-        return None
+        if candidates:
+            reason = "its .py files are not regular files (links, pipes, devices)"
+        elif others:
+            reason = f"no .py file ({len(others)} other file(s))"
+        else:
+            problems.append(f"{folder}: empty folder")
+            return None, None
+        problems.append(f"{folder}: {reason}; nothing graded")
+        return None, reason
     if len(files) == 1:
-        return files[0]
+        return files[0], None
     for name in PREFERRED_NAMES:
-        chosen = [p for p in files if p.name == name]
+        chosen = [p for p in files if p.name.lower() == name]
         if len(chosen) == 1:
             problems.append(f"{folder}: {len(files)} .py files; graded {chosen[0].relative_to(folder)}")
-            return chosen[0]
-    problems.append(f"{folder}: {len(files)} .py files and none named {', '.join(PREFERRED_NAMES)}; "
-                    "nothing graded")
-    return None
+            return chosen[0], None
+    reason = f"{len(files)} .py files and none named {', '.join(PREFERRED_NAMES)}"
+    problems.append(f"{folder}: {reason}; nothing graded")
+    return None, reason
 
 
 def _walk(folder: Path):
@@ -143,26 +191,26 @@ def _walk(folder: Path):
             yield Path(root) / name
 
 
-def _match_roster(stem: str, roster_ids: set[str]) -> tuple[str, bool]:
-    """(id, exact). LMS exports name files lastname_userid_fileid_original.py:
-    a roster id among the name's parts is the student, unless a file is
-    named exactly as a student is (that one is theirs)."""
-    if stem in roster_ids:
-        return stem, True
+def _match_roster(stem: str, roster: dict[str, Student]) -> tuple[str, int]:
+    """(id, rank) of a file name against the roster (keyed by id_key): rank
+    0 names a student exactly (or no student: the name itself), 1 whatever
+    the case or Unicode form, 2 by a part of an LMS export's name
+    (lastname_userid_fileid_original.py). A lower rank wins a duplicate id."""
+    if stem in {s.id for s in roster.values()}:
+        return stem, 0
+    if id_key(stem) in roster:
+        return roster[id_key(stem)].id, 1
     for sep in ("_", "-", " "):
-        hits = [part for part in stem.split(sep) if part in roster_ids]
+        hits = {roster[id_key(part)].id for part in stem.split(sep) if id_key(part) in roster}
         if len(hits) == 1:
-            return hits[0], False
-    return stem, True
+            return hits.pop(), 2
+    return stem, 0
 
 
-def discover(folder: Path, roster: list[Student] | None = None) -> Discovery:
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise UsageError(f"no such folder: {folder}")
-    by_id = {s.id: s for s in roster or []}
-    problems: list[str] = []
-    found: list[tuple[str, Path, bool]] = []
+def _candidates(folder: Path, roster: dict[str, Student], problems: list[str]) -> tuple[list, str]:
+    """(sid, path, rank, reason) for every student-looking item of the class
+    folder (reason: why it cannot be graded, None to read it), and the layout."""
+    found: list[tuple[str, Path, int, str | None]] = []
     flat = folders = 0
     for item in sorted(folder.iterdir()):
         if item.name in IGNORED or item.name.startswith("."):
@@ -171,38 +219,79 @@ def discover(folder: Path, roster: list[Student] | None = None) -> Discovery:
             continue
         if item.is_symlink():
             problems.append(f"{printable(str(item))}: a link; not followed, not graded")
+            if is_python(item) or item.is_dir():
+                sid, rank = _match_roster(student_id(item.stem if is_python(item) else item.name), roster)
+                found.append((sid, item, rank, "a link (not followed)"))
         elif item.is_dir():
             folders += 1
-            chosen = _pick(item, problems)
-            if chosen is not None:
-                found.append((printable(item.name), chosen, True))
-        elif item.suffix == ".py":
+            chosen, reason = pick_file(item, problems)
+            if chosen is not None or reason is not None:
+                sid, rank = _match_roster(student_id(item.name), roster)
+                if rank == 2:  # a folder is named for its student, or for no one
+                    sid, rank = student_id(item.name), 0
+                found.append((sid, chosen or item, rank, reason))
+        elif is_python(item):
             flat += 1
-            sid, exact = _match_roster(printable(item.stem), set(by_id))
-            found.append((sid, item, exact))
+            sid, rank = _match_roster(student_id(item.stem), roster)
+            found.append((sid, item, rank, None))
         elif item.is_file() and not (roster and item.suffix == ".csv"):
             problems.append(f"{printable(str(item))}: not a .py file; skipped")
-    discovery = Discovery(layout="empty" if not found else "mixed" if flat and folders
-                          else "folders" if folders else "flat", problems=problems)
+            sid, rank = _match_roster(student_id(item.stem), roster)
+            if id_key(sid) in roster:  # a roster student's file of another kind: submitted all the same
+                found.append((sid, item, rank, "not a .py file"))
+    layout = "empty" if not found else "mixed" if flat and folders else "folders" if folders else "flat"
+    return found, layout
+
+
+def _warn_lookalikes(ids: list[str], problems: list[str]) -> None:
+    """Two students whose ids differ only by case or Unicode form (Bob.py
+    and bob.py): both graded, and said, as it may be one student twice."""
+    groups: dict[str, list[str]] = {}
+    for sid in ids:
+        groups.setdefault(id_key(sid), []).append(sid)
+    for same in groups.values():
+        if len(same) > 1:
+            problems.append(f"warning: ids {', '.join(repr(s) for s in sorted(same))} differ only by case or "
+                            "Unicode form; graded as different students (one student twice?)")
+
+
+def discover(folder: Path, roster: list[Student] | None = None) -> Discovery:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UsageError(f"no such folder: {folder}")
+    by_key = {id_key(s.id): s for s in roster or []}
+    problems: list[str] = []
+    found, layout = _candidates(folder, by_key, problems)
+    discovery = Discovery(layout=layout, problems=problems)
     # A file named exactly as a student (or that student's folder) comes
-    # first: another file that merely mentions the id cannot displace it.
-    found.sort(key=lambda item: not item[2])
+    # first: another file that merely mentions the id cannot displace it;
+    # one that can be read comes before one that cannot.
+    found.sort(key=lambda item: (item[3] is not None, item[2]))
     taken: dict[str, Path] = {}
-    for sid, path, _ in found:
+    why: dict[str, tuple[Path, str]] = {}
+    for sid, path, _, reason in found:
         if sid in taken:
-            problems.append(f"{printable(str(path))}: duplicate id {sid!r} (also {printable(str(taken[sid]))}); "
-                            "only the first is graded")
+            if reason is None:
+                problems.append(f"{printable(str(path))}: duplicate id {sid!r} (also "
+                                f"{printable(str(taken[sid]))}); only the first is graded")
             continue
-        read = _read(path, problems)
-        if read is None:
+        read = _read(path, problems) if reason is None else reason
+        if isinstance(read, str):
+            why.setdefault(sid, (path, read))
             continue
         taken[sid] = path
-        student = by_id.get(sid)
+        student = by_key.get(id_key(sid))
         if roster is not None and student is None:
             problems.append(f"{printable(str(path))}: id {sid!r} is not on the roster; graded anyway")
         discovery.entries.append(Entry(id=sid, path=path.resolve(), sha256=read[0], source=read[1],
                                        name=student.name if student else "",
                                        email=student.email if student else ""))
-    graded = {e.id for e in discovery.entries}
-    discovery.missing = [s for s in roster or [] if s.id not in graded]
+    for sid, (path, reason) in why.items():
+        if sid not in taken:
+            student = by_key.get(id_key(sid))
+            discovery.skipped.append(Skipped(sid, path, reason, student.name if student else "",
+                                             student.email if student else ""))
+    _warn_lookalikes([e.id for e in discovery.entries] + [s.id for s in discovery.skipped], problems)
+    present = {e.id for e in discovery.entries} | {s.id for s in discovery.skipped}
+    discovery.missing = [s for s in roster or [] if s.id not in present]
     return discovery

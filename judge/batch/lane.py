@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 import traceback
 
@@ -36,6 +37,28 @@ def _die_with_parent() -> None:
 
 # Workers started ahead for the next file: (path, options JSON) -> workers.
 _ahead: dict = {}
+# Folders this lane's gradings made (workers' scratch, Triton caches).
+_made: list[str] = []
+
+
+def _note_folders() -> None:
+    """Every folder made here with tempfile.mkdtemp is noted, and any left
+    when the lane ends is removed: a SIGTERM in the middle of a worker's
+    start (before anything held the worker to close it) left its
+    /tmp/judge-worker-* folder behind."""
+    real = tempfile.mkdtemp
+
+    def mkdtemp(*args, **kwargs):
+        path = real(*args, **kwargs)
+        _made.append(path)
+        return path
+    tempfile.mkdtemp = mkdtemp
+
+
+def _remove_folders() -> None:
+    import shutil
+    for path in _made:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def options_for(request: dict):
@@ -84,15 +107,21 @@ def grade_request(request: dict) -> dict:
     key = (request.get("path"), json.dumps(request.get("options"), sort_keys=True))
     ready = _ahead.pop(key, None)
     _drop_ahead()  # workers started for any other file are not used
-    _prestart(request.get("next"))
+    if ready:
+        # Kept in _ahead until grade() has them: a SIGTERM before it took
+        # charge of them (it left their folders in /tmp) closes them on the way out.
+        _ahead[key] = ready
     try:
+        _prestart(request.get("next"))
         options = options_for(request)
         result = grade(request["path"], options, prestarted=ready) if ready else grade(request["path"], options)
-        return {"job": request.get("job"), "result": result.model_dump(mode="json"),
-                "wall_s": round(time.monotonic() - started, 3)}
+        reply = {"job": request.get("job"), "result": result.model_dump(mode="json"),
+                 "wall_s": round(time.monotonic() - started, 3)}
     except Exception as exc:  # noqa: BLE001 - reported to the batch, which records it
-        return {"job": request.get("job"), "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc()[-4000:], "wall_s": round(time.monotonic() - started, 3)}
+        reply = {"job": request.get("job"), "error": f"{type(exc).__name__}: {exc}",
+                 "traceback": traceback.format_exc()[-4000:], "wall_s": round(time.monotonic() - started, 3)}
+    _ahead.pop(key, None)  # grade() used and closed them (on SIGTERM, main() closes them)
+    return reply
 
 
 def main() -> None:
@@ -103,17 +132,24 @@ def main() -> None:
     sys.stdout = sys.stderr
     reply.write(json.dumps({"ready": True, "pid": os.getpid(),
                             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}) + "\n")
-    # Stopped by the batch (SIGTERM) or by Ctrl-C: the grading in hand cleans
-    # up as it unwinds, and the next file's workers started ahead go too
-    # (their scratch folders held that student's file).
+    # Stopped by the batch (SIGTERM): the grading in hand cleans up as it
+    # unwinds, and the next file's workers started ahead go too (their
+    # scratch folders held that student's file).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # A terminal's Ctrl-C reaches the lanes too: the batch alone decides, and
+    # stops them with SIGTERM (a lane that ended on its own was started again
+    # by the batch meanwhile, and its new workers' folders were left behind).
+    signal.signal(signal.SIGINT, lambda *_: None)
+    _note_folders()
     try:
         for line in sys.stdin:
             if not line.strip():
                 continue
             reply.write(json.dumps(grade_request(json.loads(line))) + "\n")
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleaning is not cut short
         _drop_ahead()
+        _remove_folders()
 
 
 if __name__ == "__main__":

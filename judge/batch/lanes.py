@@ -118,6 +118,8 @@ class LaneProcess:
         self.spec = spec
         self.log = log
         self.proc: subprocess.Popen | None = None
+        self.closed = False  # by the batch: no more starts (an interrupted grading is not retried)
+        self.starting = threading.Lock()  # a start and the batch's close never cross
 
     def start(self) -> None:
         env = {**os.environ, **self.spec.env}
@@ -125,8 +127,13 @@ class LaneProcess:
         # The lane's own stderr (library warnings) goes to the log, never over the display.
         log = open(self.log, "a") if self.log else subprocess.DEVNULL
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "judge.batch.lane"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1, env=env)
+            with self.starting:
+                # Closed meanwhile (Ctrl-C): a lane started now was never stopped, and
+                # died with the batch (SIGKILL) leaving its workers' folders behind.
+                if self.closed:
+                    raise RuntimeError(f"lane {self.spec.name} is closed")
+                self.proc = subprocess.Popen([sys.executable, "-m", "judge.batch.lane"], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1, env=env)
         finally:
             if log is not subprocess.DEVNULL:
                 log.close()
@@ -142,6 +149,8 @@ class LaneProcess:
         """The lane's reply; a lane that died is started again once and the
         job retried, then the death is the reply's error."""
         for attempt in range(2):
+            if self.closed:
+                break
             if self.proc is None or self.proc.poll() is not None:
                 self.start()
             try:
@@ -158,12 +167,16 @@ class LaneProcess:
             self.stop()
         return {"job": job.key, "error": f"lane {self.spec.name} died twice while grading this file"}
 
-    def stop(self) -> None:
+    def stop(self, now: bool = False) -> None:
+        """End the lane: its stdin closed, it ends once its grading is over
+        (now: SIGTERM at once, its grading unwinds and cleans up)."""
         if self.proc is not None:
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
+            if now:
+                self.proc.terminate()
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -231,6 +244,9 @@ class LanePool:
             else:
                 yield event
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
         for lane in self.lanes:
-            lane.stop()
+            with lane.starting:
+                lane.closed = True
+        for lane in self.lanes:
+            lane.stop(now)

@@ -15,6 +15,10 @@ import hashlib
 import json
 import random
 import shutil
+import signal
+import sys
+import threading
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,7 +84,9 @@ def grade_options(opts: BatchOptions, device: str, seed: int) -> dict:
     if policy not in challenge.tolerance.allowed_policies:
         raise UsageError(f"policy {policy!r} is not defined for {challenge.name} "
                          f"(defined: {', '.join(challenge.tolerance.allowed_policies)})")
-    return options.model_dump(mode="json")
+    # The policy resolved: --policy leetgpu, the default named, is the same
+    # settings as none (it regraded the class).
+    return {**options.model_dump(mode="json"), "policy": policy}
 
 
 def gpu_share(options: dict, per_gpu: int) -> float | None:
@@ -96,9 +102,18 @@ def gpu_share(options: dict, per_gpu: int) -> float | None:
 
 
 def config_key(options: dict) -> str:
-    """What makes two results comparable: same challenge, policy, seed, device, scale."""
+    """What makes two results comparable: same challenge, policy (resolved),
+    seed, device, scale."""
     keep = {k: options.get(k) for k in ("challenge", "policy", "seed", "device", "scoring", "time")}
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def legacy_config_keys(options: dict) -> list[str]:
+    """Keys of the same settings as stores made before the policy was
+    resolved wrote them: the challenge's default policy was then None."""
+    if options.get("policy") != challenges.load(options["challenge"]).tolerance.default_policy:
+        return []
+    return [config_key({**options, "policy": None})]
 
 
 def failure_result(job: Job, error: str, options: dict) -> dict:
@@ -147,12 +162,74 @@ def _stage(out: Path, index: int, source: Path) -> Path:
     return staged
 
 
+class BatchInterrupted(Exception):
+    """Ctrl-C or SIGTERM: what was recorded stays; the same command resumes."""
+
+    def __init__(self, recorded: int, total: int, store: Path):
+        super().__init__(f"interrupted: {recorded} of {total} result(s) of this run recorded in {store}; run the "
+                         "same command again to grade the rest (what is recorded is kept)")
+
+
+@dataclass
+class Plan:
+    """What a batch will do, checked whole before anything is written: a
+    refused run changes nothing (a bad --policy overwrote the stored seed)."""
+    found: Discovery
+    device: str
+    gpus: list[int]
+    per_gpu: int
+    drift_path: Path | None
+    opts: BatchOptions
+
+
 def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
     opts.out = Path(opts.out)
     if opts.out.resolve() == Path(opts.folder).resolve() or Path(opts.folder).resolve() in opts.out.resolve().parents:
         raise UsageError("--out must be outside the submissions folder")
-    with writer_lock(opts.out):
-        return _run_batch(opts, display_factory)
+    plan = prepare(opts)
+    with writer_lock(opts.out), _sigterm_as_interrupt():
+        return _run_batch(plan, display_factory)
+
+
+def prepare(opts: BatchOptions) -> Plan:
+    """Every input checked (roster, folder, device, --drift, challenge,
+    policy, scoring) before --out is touched."""
+    roster = read_roster(opts.roster) if opts.roster else None
+    found = discover(opts.folder, roster)
+    if not found.entries and not found.skipped:
+        raise UsageError(f"no submissions in {opts.folder}: no .py file and no student folder with one"
+                         + (f" ({len(found.problems)} other item(s) skipped)" if found.problems else ""))
+    from ..grader import choose_device
+    device = choose_device(opts.device)
+    gpus = visible_gpus(opts.gpus) if device == "cuda" else []
+    if device == "cuda" and not gpus:
+        raise UsageError("--gpus names no GPU")
+    drift_path = drift_file(opts, device)
+    per_gpu = opts.lanes_per_gpu or (auto_lanes_per_gpu(len(gpus), smallest_gpu_bytes(gpus))
+                                     if device == "cuda" else 1)
+    if opts.workers is None and not opts.ray:  # the lanes share this host's cores
+        opts = dataclasses.replace(opts, workers=workers_per_grading(len(gpus) * per_gpu if device == "cuda"
+                                                                     else opts.lanes))
+    grade_options(opts, device, 0)  # challenge, policy, scoring: refused here, not after the seed is stored
+    return Plan(found, device, gpus, per_gpu, drift_path, opts)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (a scheduler, `kill`) ends the batch as Ctrl-C does: lanes
+    stopped, staged copies removed, what was recorded said (it killed the
+    batch silently, leaving workers' folders and staged files behind)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -173,56 +250,94 @@ def writer_lock(out: Path):
         yield
 
 
-def _run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
-    roster = read_roster(opts.roster) if opts.roster else None
-    found = discover(opts.folder, roster)
-    from ..grader import choose_device, versions
-    device = choose_device(opts.device)
-    gpus = visible_gpus(opts.gpus) if device == "cuda" else []
-    if device == "cuda" and not gpus:
-        raise UsageError("--gpus names no GPU")
-    drift_path = drift_file(opts, device)  # a bad --drift stops the batch before anything is staged
+def open_store(opts: BatchOptions) -> Store:
+    """The results store, refused when it holds another challenge's results
+    (a second challenge merged into it, and its exports mixed the two)."""
     store = Store(opts.out)
-    for leftover in opts.out.glob(f"{STAGE_PREFIX}*.py"):
+    made_for = store.made_for()
+    if made_for is not None and made_for != opts.challenge:
+        store.close()
+        raise UsageError(f"{store.path} holds results for the challenge {made_for}, not {opts.challenge}; "
+                         f"give another --out for {opts.challenge}")
+    return store
+
+
+def _clear_staged(out: Path) -> None:
+    for leftover in out.glob(f"{STAGE_PREFIX}*.py"):
         leftover.unlink(missing_ok=True)
-    seed = opts.seed
-    if seed is None:
-        seed = int(store.meta("seed") or random.randrange(1, 2**31))
+
+
+def _run_batch(plan: Plan, display_factory) -> BatchOutcome:
+    opts, found, device, gpus = plan.opts, plan.found, plan.device, plan.gpus
+    from ..grader import versions
+    store = open_store(opts)
+    _clear_staged(opts.out)
+    seed = opts.seed if opts.seed is not None else int(store.meta("seed") or random.randrange(1, 2**31))
+    options = grade_options(opts, device, seed)
     with store.transaction():
         store.set_meta("seed", str(seed))
-    per_gpu = opts.lanes_per_gpu or (auto_lanes_per_gpu(len(gpus), smallest_gpu_bytes(gpus))
-                                     if device == "cuda" else 1)
-    if opts.workers is None and not opts.ray:  # the lanes share this host's cores
-        opts = dataclasses.replace(opts, workers=workers_per_grading(len(gpus) * per_gpu if device == "cuda"
-                                                                     else opts.lanes))
-    options = grade_options(opts, device, seed)
+        store.set_meta("challenge", opts.challenge)
     config = config_key(options)
-    store.sync(found.entries, found.missing)
+    store.sync(found.entries, found.missing, found.skipped)
     ids = [e.id for e in found.entries]
-    regrade = set(ids) if "all" in opts.regrade else set(opts.regrade)
+    regrade = set(ids) if "all" in opts.regrade else {unicodedata.normalize("NFC", r) for r in opts.regrade}
     for sid in regrade - set(ids):
         found.problems.append(f"--regrade {sid}: no such submission")
-    todo = store.to_grade(ids, config, regrade)
+    todo = store.to_grade(ids, config, regrade, legacy_config_keys(options))
     by_id = {e.id: e for e in found.entries}
-    jobs = [Job(sid, _stage(opts.out, i, by_id[sid].path), options, by_id[sid].source.encode())
-            for i, sid in enumerate(todo)]
     if opts.ray:
         from .ray_backend import RayPool
         pool = RayPool(opts.ray, device)
     else:
-        pool = LanePool(lane_specs(device, gpus, opts.lanes, per_gpu, opts.out.resolve() / "gpu-locks",
-                                   gpu_share(options, per_gpu)), log=opts.out / "lanes.log")
+        pool = LanePool(lane_specs(device, gpus, opts.lanes, plan.per_gpu, opts.out.resolve() / "gpu-locks",
+                                   gpu_share(options, plan.per_gpu)), log=opts.out / "lanes.log")
     run_id = store.start_run(challenge=opts.challenge, policy=options.get("policy"), seed=seed, device=device,
                              backend=f"ray:{opts.ray}" if opts.ray else "lanes", options=options,
                              versions=versions(), gpus=gpus)
     notes = list(found.problems)
+    try:
+        jobs = [Job(sid, _stage(opts.out, i, by_id[sid].path), options, by_id[sid].source.encode())
+                for i, sid in enumerate(todo)]
+        drift = _grade(pool, jobs, plan.drift_path, store, by_id, config, run_id, options, notes, display_factory)
+    except KeyboardInterrupt:
+        done = _interrupted(pool, opts.out, store, run_id, found)
+        raise BatchInterrupted(done, len(todo), store.path) from None
+    summary = {"found": len(found.entries), "missing": len(found.missing), "not_graded": len(found.skipped),
+               "graded": len(todo), "kept": len(ids) - len(todo), "problems": found.problems}
+    store.end_run(run_id, summary, drift)
+    store.close()
+    return BatchOutcome(run_id, found, len(todo), len(ids) - len(todo), drift, notes)
+
+
+def _interrupted(pool, out: Path, store: Store, run_id: int, found: Discovery) -> int:
+    """Ctrl-C or SIGTERM: lanes stopped now (their gradings unwind and
+    remove their workers' folders), staged copies removed, the run closed;
+    how many results it recorded. A second signal meanwhile is ignored, so
+    the cleaning is not cut short."""
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        pool.close(now=True) if isinstance(pool, LanePool) else pool.close()
+        _clear_staged(out)
+        done = store.recorded_in(run_id)
+        store.end_run(run_id, {"interrupted": True, "graded": done, "problems": found.problems}, None)
+        store.close()
+        return done
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _grade(pool, jobs: list[Job], drift_path: Path | None, store: Store, by_id: dict, config: str, run_id: int,
+           options: dict, notes: list[str], display_factory) -> dict | None:
+    """Every job through the pool, each result recorded as it comes; the
+    drift check's report (None without one)."""
     drift_start = drift_end = None
     with display_factory(len(jobs), pool.names) as display:
         for line in notes:
             display.note(line)
         try:
-            checks = [Job(DRIFT_START, _stage(opts.out, 99998, drift_path), options),
-                      Job(DRIFT_END, _stage(opts.out, 99999, drift_path), options)] if drift_path and jobs else []
+            checks = [Job(DRIFT_START, _stage(store.folder, 99998, drift_path), options),
+                      Job(DRIFT_END, _stage(store.folder, 99999, drift_path), options)] if drift_path and jobs else []
             # The lanes grade the drift check's two runs as the first and the
             # last of the queue, beside the class's files (its timings are
             # alone on the GPU all the same); run alone first and last, they
@@ -245,16 +360,13 @@ def _run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
                 _record(store, event, by_id[event.job.key], config, run_id, options, display, notes)
             if checks and not isinstance(pool, LanePool):
                 drift_end = pool.call(0, checks[1])
+        except KeyboardInterrupt:
+            raise  # _interrupted stops the lanes at once (closing waits for their gradings)
         finally:
-            pool.close()
-            for leftover in opts.out.glob(f"{STAGE_PREFIX}*.py"):
-                leftover.unlink(missing_ok=True)
-    drift = drift_report(drift_start, drift_end, drift_path) if drift_path and jobs else None
-    summary = {"found": len(found.entries), "missing": len(found.missing), "graded": len(jobs),
-               "kept": len(ids) - len(todo), "problems": found.problems}
-    store.end_run(run_id, summary, drift)
-    store.close()
-    return BatchOutcome(run_id, found, len(jobs), len(ids) - len(todo), drift, notes)
+            if not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                pool.close()
+                _clear_staged(store.folder)
+    return drift_report(drift_start, drift_end, drift_path) if drift_path and jobs else None
 
 
 def _record(store: Store, event: Event, entry, config: str, run_id: int, options: dict, display,
@@ -275,6 +387,8 @@ def _record(store: Store, event: Event, entry, config: str, run_id: int, options
     try:
         store.record(entry.id, entry.sha256, config, run_id, result, lane=event.lane, wall_s=event.wall_s,
                      flags=flags)
+    except UsageError:  # a damaged store: stop, saying so
+        raise
     except Exception as exc:  # noqa: BLE001 - one result the store refused must not stop the class
         result = failure_result(event.job, f"the judge could not store this result: {type(exc).__name__}: {exc}",
                                 options)

@@ -7,22 +7,26 @@ Schema version 1:
 - meta: key/value (schema_version, seed, config)
 - runs: one row per `judge batch` invocation (settings, versions, GPUs,
   drift check, start/end)
-- submissions: id (the student), path, sha256 and text of the file,
-  roster name/email, status (pending, graded, missing)
+- submissions: id (the student), path, sha256 and text of the file (the
+  last one read), roster name/email, status (pending, graded, missing, or
+  "submitted, not graded: REASON")
 - results: one row per submission: the full result JSON (as `judge submit
   --json` prints it) and the columns a gradebook needs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import json
-import math
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import UsageError
+from .row_values import clean, gradebook_columns  # noqa: F401  (the store's public helpers)
 
 SCHEMA_VERSION = 1
 DB_NAME = "results.sqlite"
@@ -55,53 +59,29 @@ DIGEST = ("sha256 || '|' || config || '|' || verdict || '|' || COALESCE(score, '
 
 # Verdicts graded again on the next run: the judge's fault, not the student's.
 RETRY_VERDICTS = ("internal_error",)
+# The status of a student whose file is there but cannot be graded (too
+# large, a link...): "submitted, not graded: REASON". No grade is shown for
+# them, not even one recorded for an earlier file (it stays in the store).
+NOT_GRADED = "submitted, not graded"
+# SQLite's codes for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB).
+DAMAGED_CODES = (11, 26)
+
+
+def guarded(method):
+    """A store method that reads or writes: damage met is one clear line (Store.reading)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.reading():
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
+def not_graded(status: str | None) -> bool:
+    return bool(status) and (status == "missing" or status.startswith(NOT_GRADED))
 
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def clean(value: Any) -> Any:
-    """What a submission may put in its result, made storable: a lone
-    surrogate (from an exception message, or a file name that was not UTF-8)
-    replaced, which SQLite refused and the batch died of; NaN and infinities
-    (the error of a NaN output) as None, which JSON has no word for."""
-    if isinstance(value, str):
-        return value.encode("utf-8", errors="replace").decode("utf-8")
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {clean(k): clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    return value
-
-
-def gradebook_columns(result: dict) -> dict[str, Any]:
-    """The gradebook's columns of one result JSON, read defensively (a field
-    missing or renamed gives None, never an error)."""
-    score = result.get("score") or {}
-    timing = result.get("timing") or {}
-    perf = result.get("performance") or {}
-    cases = [c for c in result.get("cases") or [] if isinstance(c, dict)]
-    ran = [c for c in cases if c.get("status") not in ("skipped", "not_run")]
-    failing = next((c for c in ran if c.get("status") != "accepted"), None)
-    target = score.get("target")
-    percent = (perf.get("percent_of") or {}).get(target) if target else None
-    return dict(
-        verdict=str(result.get("verdict") or "internal_error"),
-        score=_num(score.get("total")), max_score=_num(score.get("maximum")),
-        correctness_points=_num(score.get("correctness")), performance_points=_num(score.get("performance")),
-        latency_ms=_num(result.get("latency_ms")), tflops=_num(timing.get("tflops")),
-        percent_of_target=_num(percent),
-        cases_passed=sum(1 for c in ran if c.get("status") == "accepted"), cases_run=len(ran),
-        first_failing_case=failing.get("name") if failing else None,
-        message=str(result.get("message") or ""),
-    )
 
 
 class Store:
@@ -109,23 +89,46 @@ class Store:
         self.folder = Path(folder)
         self.path = self.folder / DB_NAME
         try:
-            self._open(read_only)
+            with self.reading():
+                self._open(read_only)
+                self._check_intact()
         except (sqlite3.DatabaseError, ValueError) as exc:
-            raise UsageError(f"{self.path} is not a results store this judge can read ({exc}); move it aside "
-                             "or give another --out") from None
+            raise UsageError(self._unreadable(exc)) from None
         except OSError as exc:
             raise UsageError(f"{self.folder}: cannot open the results store there ({exc.strerror or exc})") from None
 
+    def _unreadable(self, exc: Exception) -> str:
+        """Why an SQLite file is no store of ours: never 'move it aside' for
+        an intact store whose tables are in its -wal file (copied without it)."""
+        if "no such table" in str(exc):
+            return (f"{self.path} holds no results store tables: copied without its {DB_NAME}-wal file? Copy "
+                    f"the whole results folder (every {DB_NAME}* file), or name the folder judge batch wrote")
+        return (f"{self.path} is not a results store this judge can read ({exc}); if it is no store, move it "
+                "aside, else give another --out")
+
+    @contextlib.contextmanager
+    def reading(self):
+        """A damaged file (a bad page, a result JSON cut short) met anywhere
+        in the store: one line saying so and what to do, never a traceback."""
+        try:
+            yield
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            if not (isinstance(exc, json.JSONDecodeError) or getattr(exc, "sqlite_errorcode", None) in DAMAGED_CODES
+                    or any(word in str(exc) for word in ("malformed", "Could not decode"))):
+                raise  # not damage: a locked store, say
+            detail = " ".join(str(exc).split())[:100]  # one line
+            raise UsageError(f"the results store {self.path} is damaged ({detail}); restore it from a "
+                             f"backup, or save what it holds with `sqlite3 {self.path} .recover`, or give another "
+                             "--out (the class is then graded again)") from None
+
+    def _check_intact(self) -> None:
+        row = self.conn.execute("PRAGMA quick_check").fetchone()
+        if row is None or row[0] != "ok":
+            raise sqlite3.DatabaseError(f"database disk image is malformed: {(row or ['?'])[0][:80]}")
+
     def _open(self, read_only: bool) -> None:
         if read_only:
-            # An export reads only: from a folder it may not write as well
-            # (then as an immutable file: no batch may be writing it).
-            try:
-                self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None, timeout=30)
-                self.conn.execute("SELECT count(*) FROM meta").fetchone()
-            except sqlite3.OperationalError:
-                self.conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True, isolation_level=None)
-            self.conn.row_factory = sqlite3.Row
+            self._open_read_only()
             version = self.meta("schema_version")
             if version is None or int(version) != SCHEMA_VERSION:
                 raise UsageError(f"{self.path} has schema version {version}; this judge reads {SCHEMA_VERSION}")
@@ -148,6 +151,25 @@ class Store:
                 raise UsageError(f"{self.path} has schema version {version}; this judge reads {SCHEMA_VERSION}")
         self._data_version = self._read_data_version()
         self._digests = self._all_digests()
+
+    def _open_read_only(self) -> None:
+        """An export reads only: from a folder it may not write as well
+        (then as an immutable file: no batch may be writing it). An
+        immutable open ignores the -wal file, where recent results live: a
+        store whose -wal cannot be read that way is refused, saying why."""
+        try:
+            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None, timeout=30)
+            self.conn.execute("SELECT count(*) FROM meta").fetchone()
+        except sqlite3.OperationalError as exc:
+            wal, shm = Path(f"{self.path}-wal"), Path(f"{self.path}-shm")
+            if wal.is_file() and wal.stat().st_size > 0:
+                missing = f"its {shm.name} file is missing and " if not shm.exists() else ""
+                where = "the folder is read-only" if not os.access(self.folder, os.W_OK) else f"({exc})"
+                raise UsageError(f"{self.path}: {missing}{where}, so the results in {wal.name} cannot be read; "
+                                 "copy the whole results folder somewhere writable and read it there "
+                                 "(the store itself is intact)") from None
+            self.conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
 
     @classmethod
     def open_existing(cls, folder: Path, read_only: bool = False) -> "Store":
@@ -173,10 +195,12 @@ class Store:
 
     # --- meta ----------------------------------------------------------------
 
+    @guarded
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    @guarded
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
@@ -194,6 +218,7 @@ class Store:
         return {row[0]: row[1] for row in self.conn.execute(
             f"SELECT submission_id, {DIGEST} FROM results")}
 
+    @guarded
     def repair(self) -> list[str]:
         """After a foreign write: every result row that is not what this
         process read or wrote is deleted (graded again on the next run);
@@ -210,6 +235,7 @@ class Store:
 
     # --- runs ------------------------------------------------------------------
 
+    @guarded
     def start_run(self, **fields: Any) -> int:
         with self.transaction():
             cur = self.conn.execute(
@@ -220,11 +246,17 @@ class Store:
                  json.dumps(fields.get("gpus"))))
             return int(cur.lastrowid)
 
+    @guarded
     def end_run(self, run_id: int, summary: dict, drift: dict | None) -> None:
         with self.transaction():
             self.conn.execute("UPDATE runs SET ended_at = ?, summary = ?, drift = ? WHERE id = ?",
                               (now(), json.dumps(summary), json.dumps(drift), run_id))
 
+    @guarded
+    def recorded_in(self, run_id: int) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0])
+
+    @guarded
     def runs(self) -> list[dict]:
         out = []
         for row in self.conn.execute("SELECT * FROM runs ORDER BY id"):
@@ -236,46 +268,79 @@ class Store:
 
     # --- submissions -------------------------------------------------------------
 
-    def sync(self, entries: Iterable, missing: Iterable) -> None:
+    @guarded
+    def sync(self, entries: Iterable, missing: Iterable, skipped: Iterable = ()) -> None:
         """Record what was found: new files pending, changed files (hash)
-        pending again; roster students with no file `missing`."""
+        pending again; roster students with no file `missing`; files that
+        cannot be graded "submitted, not graded: REASON" (an earlier result
+        of theirs is kept in the store, never shown: rows)."""
         with self.transaction():
             for e in entries:
-                row = self.conn.execute("SELECT sha256 FROM submissions WHERE id = ?", (e.id,)).fetchone()
-                path, source, name, email = (clean(str(v)) for v in (e.path, e.source, e.name, e.email))
-                if row is None:
-                    self.conn.execute("INSERT INTO submissions(id, path, sha256, source, name, email, status, "
-                                      "seen_at) VALUES (?,?,?,?,?,?,'pending',?)",
-                                      (e.id, path, e.sha256, source, name, email, now()))
-                else:
-                    self.conn.execute("UPDATE submissions SET path = ?, sha256 = ?, source = ?, name = ?, "
-                                      "email = ?, seen_at = ? WHERE id = ?",
-                                      (path, e.sha256, source, name, email, now(), e.id))
+                self._sync_entry(e)
+            for s in skipped:
+                self._set_status(s.id, f"{NOT_GRADED}: {clean(s.reason)}", clean(str(s.path)), s.name, s.email)
             for s in missing:
-                row = self.conn.execute("SELECT status FROM submissions WHERE id = ?", (s.id,)).fetchone()
-                if row is None:
-                    self.conn.execute("INSERT INTO submissions(id, name, email, status, seen_at) "
-                                      "VALUES (?,?,?,'missing',?)", (s.id, s.name, s.email, now()))
+                self._set_status(s.id, "missing", None, s.name, s.email)
 
-    def to_grade(self, ids: list[str], config: str, regrade: set[str] | None = None) -> list[str]:
+    def _sync_entry(self, e) -> None:
+        row = self.conn.execute("SELECT sha256 FROM submissions WHERE id = ?", (e.id,)).fetchone()
+        path, source, name, email = (clean(str(v)) for v in (e.path, e.source, e.name, e.email))
+        if row is None:
+            self.conn.execute("INSERT INTO submissions(id, path, sha256, source, name, email, status, "
+                              "seen_at) VALUES (?,?,?,?,?,?,'pending',?)",
+                              (e.id, path, e.sha256, source, name, email, now()))
+            return
+        # A student back from missing or not graded: graded if their result is for this very file.
+        self.conn.execute("UPDATE submissions SET path = ?, sha256 = ?, source = ?, name = ?, email = ?, "
+                          "seen_at = ?, status = CASE WHEN status IN ('graded', 'pending') THEN status "
+                          "WHEN EXISTS (SELECT 1 FROM results WHERE submission_id = ? AND sha256 = ?) "
+                          "THEN 'graded' ELSE 'pending' END WHERE id = ?",
+                          (path, e.sha256, source, name, email, now(), e.id, e.sha256, e.id))
+
+    def _set_status(self, sid: str, status: str, path: str | None, name: str, email: str) -> None:
+        """A student with no gradable file: the status says so; the file's
+        last hash and text, and any result, stay (nothing lost)."""
+        if self.conn.execute("SELECT 1 FROM submissions WHERE id = ?", (sid,)).fetchone() is None:
+            self.conn.execute("INSERT INTO submissions(id, path, name, email, status, seen_at) "
+                              "VALUES (?,?,?,?,?,?)", (sid, path, clean(name), clean(email), status, now()))
+        else:
+            self.conn.execute("UPDATE submissions SET status = ?, path = COALESCE(?, path), seen_at = ? "
+                              "WHERE id = ?", (status, path, now(), sid))
+
+    @guarded
+    def to_grade(self, ids: list[str], config: str, regrade: set[str] | None = None,
+                 same: Iterable[str] = ()) -> list[str]:
         """Of `ids`, those with no result for their current file and settings
-        (or whose result is the judge's own failure, or asked for again)."""
+        (`config`, or an older key of the same settings in `same`), or whose
+        result is the judge's own failure, or asked for again."""
+        configs = {config, *same}
         todo = []
         for sid in ids:
             row = self.conn.execute(
                 "SELECT r.sha256 AS rsha, r.config, r.verdict, s.sha256 AS ssha FROM submissions s "
                 "LEFT JOIN results r ON r.submission_id = s.id WHERE s.id = ?", (sid,)).fetchone()
-            if (row is None or row["rsha"] is None or row["rsha"] != row["ssha"] or row["config"] != config
+            if (row is None or row["rsha"] is None or row["rsha"] != row["ssha"] or row["config"] not in configs
                     or row["verdict"] in RETRY_VERDICTS or (regrade is not None and sid in regrade)):
                 todo.append(sid)
         return todo
 
+    @guarded
+    def made_for(self) -> str | None:
+        """The challenge this store's results are for (None: a new store)."""
+        challenge = self.meta("challenge")
+        if challenge is None:  # a store from before meta kept it: its last run says
+            row = self.conn.execute("SELECT challenge FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+            challenge = row[0] if row else None
+        return challenge
+
+    @guarded
     def submission(self, sid: str) -> dict | None:
         row = self.conn.execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
         return dict(row) if row else None
 
     # --- results -----------------------------------------------------------------
 
+    @guarded
     def record(self, sid: str, sha256: str, config: str, run_id: int | None, result: dict,
                lane: str = "", wall_s: float | None = None, flags: str = "") -> None:
         """One result, whole, in one transaction (replacing an older one)."""
@@ -296,6 +361,7 @@ class Store:
                 f"SELECT {DIGEST} FROM results WHERE submission_id = ?",
                 (sid,)).fetchone()[0]
 
+    @guarded
     def rows(self) -> list[dict]:
         """Every submission (graded, pending or missing) with its result, if
         any, in id order: what the exports read. `result` is the parsed JSON."""
@@ -305,7 +371,10 @@ class Store:
         for row in self.conn.execute(query):
             item = dict(row)
             item["result"] = json.loads(item.pop("result_json")) if item.get("result_json") else None
-            if item["result"] is not None and item["sha256"] != item["file_sha256"]:
+            if not_graded(item["status"]):  # no grade for a file no longer there (its result stays stored)
+                item = {k: item[k] if k in ("id", "path", "name", "email", "status") else None for k in item}
+                item["message"] = item["status"] if item["status"] != "missing" else None
+            elif item["result"] is not None and item["sha256"] != item["file_sha256"]:
                 item["status"] = "stale"  # the file changed since: graded on the next batch run
             out.append(item)
         return out

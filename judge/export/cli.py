@@ -19,12 +19,25 @@ from .write import FORMATS
               help="csv: gradebook; gradescope: results.json per id; junit: xunit2 XML; html: the class "
                    "report; json: JSON lines; similarity: similar pairs CSV.")
 @click.option("--to", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Output file (default: FOLDER/" + ", FOLDER/".join(sorted(FORMATS.values())) + ").")
+              help="Output file, or - for stdout (default: FOLDER/" + ", FOLDER/".join(sorted(FORMATS.values()))
+                   + ").")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
               help="Similarity at or above which a pair is reported (default 0.5).")
 def export_command(folder, fmt, to, threshold):
     """Write one export of the results store in FOLDER (made by judge batch)."""
-    from .write import export
+    from .write import export, export_text
+    if to is not None and str(to) == "-":
+        # Every format is one file, so each can go to stdout (a file named "-" was written before).
+        text = export_text(folder, fmt, threshold)
+        sys.stdout.flush()
+        stream = getattr(sys.stdout, "buffer", None)  # UTF-8, as the files are, whatever the locale
+        if stream is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            stream.write(text.encode("utf-8"))
+            stream.flush()
+        return
     target = export(folder, fmt, to, threshold)
     click.echo(str(target))
 
@@ -63,10 +76,12 @@ def gradescope_command(challenge_name, device, submission_dir, results_dir, poli
         if path is None:
             raise UsageError("; ".join(problems) or f"no submission folder {submission_dir}")
         name = challenge_name or challenges.for_file(path) or "matrix_multiplication"
-        scale = scoring_for(challenges.load(name))
+        challenge = challenges.load(name)
+        scale = scoring_for(challenge)
         result = grade(path, GradeOptions(challenge=name, device=device, policy=policy, seed=seed, workers=workers))
         doc = results_json(result.model_dump(mode="json"), scale.correctness_points, scale.performance_points,
-                           time.monotonic() - started, visibility)
+                           time.monotonic() - started, visibility,
+                           case_list=[(c.name, challenge.shape_label(c)) for c in challenge.all_cases()])
         if problems:
             doc["output"] += "\n" + "\n".join(problems)
         status = 0

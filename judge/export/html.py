@@ -10,10 +10,12 @@ from collections import Counter
 from pathlib import Path
 
 from . import plots
-from .gradebook import percent_of_cublas
+from .gradebook import baseline_of, percent_of
+from .text import visible
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 SHOWN = ("reference_tf32", "reference_ieee", "cublas_tf32", "cublas_fp32")
+LABELS = {"cublas": "cuBLAS"}  # a baseline family as the report names it (else as it is)
 
 
 def _baselines(rows: list[dict]) -> dict[str, float]:
@@ -45,6 +47,16 @@ def _pass_matrix(rows: list[dict]) -> tuple[list[str], list[dict]]:
         {"id": t["id"], "cells": [t["statuses"].get(n, "") for n in cases]} for t in table]
 
 
+def _policy(run: dict, rows: list[dict], challenge) -> str:
+    """The run's tolerance policy; with no --policy, the challenge's
+    default, named (the report said "policy ?")."""
+    if run.get("policy"):
+        return run["policy"]
+    default = challenge.tolerance.default_policy if challenge is not None else None
+    default = default or next((r["result"].get("policy") for r in rows if (r.get("result") or {}).get("policy")), None)
+    return f"{default} (the challenge's default)" if default else "?"
+
+
 def context(rows: list[dict], runs: list[dict], pairs: list, title: str = "") -> dict:
     graded = [r for r in rows if r.get("result")]
     verdicts = Counter(r.get("verdict") or "?" for r in graded)
@@ -66,12 +78,16 @@ def context(rows: list[dict], runs: list[dict], pairs: list, title: str = "") ->
     tflops_lines = {k: flops / (v * 1e9) for k, v in baselines.items() if k in SHOWN} if flops else {}
     case_names, matrix = _pass_matrix(rows)
     last = runs[-1] if runs else {}
+    from .write import challenge_of
+    challenge = challenge_of(runs, rows)
+    baseline = baseline_of(rows, challenge)
     for row in rows:
-        row["percent_of_cublas"] = percent_of_cublas(row.get("result"))
+        row["percent_of_baseline"] = percent_of(row.get("result"), baseline)
     return dict(
         title=title or f"{last.get('challenge') or 'batch'}: class report",
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        run=last, runs=runs, rows=rows, graded=len(graded), verdicts=sorted(verdicts.items()),
+        run={**last, "policy": _policy(last, rows, challenge)}, runs=runs,
+        baseline_label=LABELS.get(baseline, baseline), rows=rows, graded=len(graded), verdicts=sorted(verdicts.items()),
         score_plot=plots.score_histogram(scores, maximum),
         latency_plot=plots.distribution(latencies, {k: v for k, v in baselines.items() if k in SHOWN},
                                         "latency (ms), log scale", "latency of accepted submissions", log=True),
@@ -82,9 +98,18 @@ def context(rows: list[dict], runs: list[dict], pairs: list, title: str = "") ->
     )
 
 
+def _shown(value):
+    """Every value the template prints: student text (stdout, messages,
+    names) with its control characters made visible; NUL, ESC, BEL and form
+    feed had reached the report's <pre> raw. Markup (the plots) is ours."""
+    import markupsafe
+    return value if isinstance(value, markupsafe.Markup) else visible(value)
+
+
 def render(rows: list[dict], runs: list[dict], pairs: list, title: str = "") -> str:
     import jinja2
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.ChainableUndefined)
+                             autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.ChainableUndefined,
+                             finalize=_shown)
     env.filters["num"] = lambda v, fmt="{:.3f}": "" if v is None else fmt.format(v)
     return env.get_template("report.html.j2").render(**context(rows, runs, pairs, title))

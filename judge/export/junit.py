@@ -7,15 +7,32 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from .text import visible
+
 FAILURES = {"wrong_answer", "rejected"}
 SKIPS = {"skipped", "not_run"}
 
 
 def _clean(text) -> str:
-    """What XML 1.0 cannot hold goes: control characters, lone surrogates,
-    U+FFFE and U+FFFF (a submission printed one, and the file no longer parsed)."""
-    return "".join(ch for ch in str(text or "") if ch in "\t\n\r" or 0x20 <= ord(ch) <= 0xD7FF
+    """Student text as XML 1.0 can hold it: control characters made visible
+    (judge.export.text), then lone surrogates, U+FFFE and U+FFFF dropped (a
+    submission printed one, and the file no longer parsed)."""
+    return "".join(ch for ch in visible(str(text or "")) if ch in "\t\n" or 0x20 <= ord(ch) <= 0xD7FF
                    or 0xE000 <= ord(ch) <= 0xFFFD or ord(ch) >= 0x10000)
+
+
+def _properties(suite, row: dict) -> None:
+    """The row's status (graded, pending, missing, stale) as a property; a
+    stale row (its file changed since, the regrading interrupted) also says
+    which file was graded: its cases are an earlier file's, not current."""
+    items = [("status", row.get("status") or "")]
+    if row.get("status") == "stale":
+        from .gradescope import stale_note
+        items += [("graded_sha256", row.get("sha256")), ("file_sha256", row.get("file_sha256")),
+                  ("note", stale_note(row))]
+    props = ET.SubElement(suite, "properties")
+    for name, value in items:
+        ET.SubElement(props, "property", name=name, value=_clean(value))
 
 
 def to_junit(rows: list[dict]) -> str:
@@ -24,6 +41,7 @@ def to_junit(rows: list[dict]) -> str:
     for row in rows:
         result = row.get("result")
         suite = ET.SubElement(root, "testsuite", name=_clean(row["id"]))
+        _properties(suite, row)
         counts = dict(tests=0, failures=0, errors=0, skipped=0)
         cases = [c for c in (result or {}).get("cases") or [] if isinstance(c, dict)]
         if result is None or not cases:
