@@ -350,6 +350,7 @@ def _join_capped(parts: list[str], cap: int) -> str:
     """Output of every worker the submission used (each already capped),
     kept to `cap` characters in all, an equal share each, with a note of
     what was dropped."""
+    parts = _once_at_import(parts)
     share = cap // max(1, len(parts))
     kept = []
     for part in parts:
@@ -358,6 +359,21 @@ def _join_capped(parts: list[str], cap: int) -> str:
             part = part[:cut] + f"\n… [{len(part) - cut:,} more characters dropped]"
         kept.append(part)
     return "\n".join(kept)
+
+
+def _once_at_import(parts: list[str]) -> list[str]:
+    """What every worker printed first, alike (the file's import: each
+    worker imports it), kept once; then what each printed after it."""
+    filled = [part.splitlines(keepends=True) for part in parts if part]
+    if len(filled) < 2:
+        return parts
+    common = 0
+    while all(len(lines) > common for lines in filled) and len({lines[common] for lines in filled}) == 1:
+        common += 1
+    if common == 0:
+        return parts
+    head = "".join(filled[0][:common]).rstrip("\n")
+    return [head] + [rest for rest in ("".join(lines[common:]).rstrip("\n") for lines in filled) if rest]
 
 
 def _device_name(device: str) -> str:
