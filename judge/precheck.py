@@ -64,7 +64,8 @@ def check(source: str, arg_names: list[str]) -> list[Finding]:
         return [Finding("syntax", 0, f"Python cannot parse the file: {type(exc).__name__}: {exc}",
                         "fix the source (null bytes, or expressions nested thousands deep)", True)]
     findings = _imports(tree, _main_block_nodes(tree))
-    solve = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "solve"), None)
+    # The last def wins, as Python binds it (a first, correct def read here had hidden the one that runs).
+    solve = next((n for n in reversed(tree.body) if isinstance(n, ast.FunctionDef) and n.name == "solve"), None)
     assigned = next((n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
         isinstance(t, ast.Name) and t.id == "solve" for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))),
         None)
@@ -89,6 +90,9 @@ def check(source: str, arg_names: list[str]) -> list[Finding]:
 
 
 def _signature(solve: ast.FunctionDef, arg_names: list[str]) -> list[Finding]:
+    if solve.args.posonlyargs:
+        return [Finding("signature", solve.lineno, "solve's parameters are positional-only (the `/`): LeetGPU may "
+                        "pass them by name", f"def solve({', '.join(arg_names)}):", True)]
     params = [a.arg for a in solve.args.posonlyargs + solve.args.args]
     if params == arg_names and not solve.args.kwonlyargs:
         return []
@@ -118,6 +122,10 @@ def _main_block_nodes(tree: ast.Module) -> set[int]:
     """ids of the nodes inside top-level `if __name__ == "__main__":` blocks:
     a self-test LeetGPU never runs (it imports the file)."""
     inside = set()
+    if any(isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and "__name__" in
+           {_dotted(t) for t in (node.targets if isinstance(node, ast.Assign) else [node.target])}
+           for node in ast.walk(tree)):
+        return inside  # a file that sets __name__ itself runs its "self-test" at import
     for node in tree.body:
         test = node.test if isinstance(node, ast.If) else None
         if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
@@ -140,6 +148,10 @@ def _imports(tree: ast.Module, skipped: set[int] = frozenset()) -> list[Finding]
             continue
         if isinstance(node, ast.Import):
             roots = [(a.name.split(".")[0], a.name) for a in node.names]
+        elif isinstance(node, ast.Call) and _dotted(node.func) in ("__import__", "importlib.import_module",
+                                                                    "import_module", "builtins.__import__") \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            roots = [(node.args[0].value.split(".")[0], node.args[0].value)]  # np = __import__("numpy")
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # from . import x: a neighbouring file
                 out.append(Finding("self_contained", node.lineno, "a relative import: LeetGPU runs your file alone",

@@ -122,6 +122,20 @@ def test_python_habits_are_no_findings():
         ["imports", "torch_compute"]
 
 
+@pytest.mark.parametrize("source, rule", [
+    ("def solve(a, b, c, M, N, K, /):\n    k[(1,)](a)\n", "signature"),  # LeetGPU may pass them by name
+    ("def solve(a, b, c, M, N, K):\n    pass\ndef solve(x, y, z, m, n, k):\n    k[(1,)](x)\n", "signature"),
+    ("np = __import__('numpy')\ndef solve(a, b, c, M, N, K):\n    k[(1,)](a)\n", "imports"),
+    ("__name__ = '__main__'\nif __name__ == '__main__':\n    import numpy\n"
+     "def solve(a, b, c, M, N, K):\n    k[(1,)](a)\n", "imports"),
+])
+def test_what_the_twelfth_probe_hid_from_the_precheck_is_found(source, rule):
+    """Positional-only parameters, a second def of solve (the one Python
+    keeps), numpy through __import__, and a self-test block that runs at
+    import because the file set __name__: each had been said Accepted."""
+    assert rule in _rules(source)
+
+
 def test_a_torch_library_operator_is_refused_with_what_to_do_instead():
     from judge.worker.refusals import gate_refusal
     message = gate_refusal("guard", "torch._C._dispatch_library")

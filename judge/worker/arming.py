@@ -145,7 +145,8 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs += own_callables(GUARD_MODULES)  # the guard's modules' functions and tables too (a file emptied REFUSED)
     # The CPU mode's record of the interpreter (immutable, but its name could be rebound).
     from judge.worker import interpreter_state
-    pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_errors", "_MISSING", "_UNSETTABLE")]
+    pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_instances", "_errors", "_MISSING",
+                                                             "_UNSETTABLE")]
     # The record of torch the worker's draws run on, and the modules judge.cases draws with.
     from judge import cases
     from judge.worker import pristine

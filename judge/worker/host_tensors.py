@@ -36,6 +36,10 @@ import torch
 from judge.worker.gates import ADDRESS_TAG
 
 _C = torch._C  # (the worker imports torch before its own modules: taken below before any gate)
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor as _DESCRIPTOR
+except ImportError:  # pragma: no cover - a Triton without host descriptors
+    _DESCRIPTOR = None
 
 _host: dict[int, weakref.WeakSet] = {}  # storage address -> the live host tensors on it
 _default_cuda = [False]  # torch.set_default_device("cuda") by the submission
@@ -120,6 +124,11 @@ def after(func, args: tuple, kwargs: dict, result, by_submission: bool) -> None:
         if by_submission and args:
             _default_cuda[0] = _names(args[0]) == "cuda"
         return
+    if func is torch.Tensor.__setitem__ and by_submission and len(args) > 2:
+        # host[...] = device: the copy a GPU makes off the device (returns None, so checked here).
+        if is_host(args[0]) and isinstance(args[2], torch.Tensor) and not is_host(args[2]):
+            _refuse("cuda:0", "cpu")
+        return
     if not isinstance(result, (torch.Tensor, tuple, list)) and func is not torch.Tensor.copy_:
         return  # sizes, strides, dtypes...
     inputs = _tensors(list(args) + list(kwargs.values()))
@@ -155,10 +164,24 @@ def after(func, args: tuple, kwargs: dict, result, by_submission: bool) -> None:
 
 
 def check_launch(args: tuple, kwargs: dict) -> None:
-    """Triton's launcher on a GPU refuses a host tensor: so here."""
+    """Triton's launcher on a GPU refuses a host tensor: so here, inside a
+    tuple argument and below a tensor descriptor too (each had carried
+    numpy's memory into a kernel unseen)."""
     for index, value in enumerate(list(args) + list(kwargs.values())):
-        if is_host(value):
-            raise ValueError(f"Pointer argument (at {index}) cannot be accessed from Triton (cpu tensor?)")
+        for inner in _within(value):
+            if is_host(inner):
+                raise ValueError(f"Pointer argument (at {index}) cannot be accessed from Triton (cpu tensor?)")
+
+
+def _within(value, depth: int = 0) -> list:
+    """`value` and the tensors a launch reaches through it: a tuple's items,
+    a tensor descriptor's base (read from its own attributes, never through
+    a property of the file's)."""
+    if type(value) in (tuple, list) and depth < 8:
+        return [inner for item in value for inner in _within(item, depth + 1)]
+    if _DESCRIPTOR is not None and isinstance(value, _DESCRIPTOR):
+        return [value, object.__getattribute__(value, "__dict__").get("base")]
+    return [value]
 
 
 def refuse_reads_of(name: str, data: list) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import sys
 import types
 
+PYTHON_MODULES = ("builtins", "math", "cmath", "ast", "inspect", "time", "functools", "operator", "itertools")
 _MISSING = object()
 _UNSETTABLE = frozenset({"__dict__", "__weakref__"})
 # (owner, its members as recorded, exact): an exact owner also loses members
@@ -42,6 +43,7 @@ _UNSETTABLE = frozenset({"__dict__", "__weakref__"})
 # neither edit the record nor swap it.
 _recorded: tuple = ()
 _builder: tuple = ()  # (the builder instance, its own attributes as recorded)
+_instances: tuple = ()  # ((an object the interpreter reads, its attributes as recorded), ...)
 # numpy's floating-point error state (np.seterr: a context variable) for a
 # launch: every error ignored, as a GPU ignores them. Set to raise, it turned
 # a kernel's NaN into an exception out of the launch, so the file read its
@@ -75,7 +77,14 @@ def _owners() -> list[tuple[object, bool]]:
     backend = frontend._state.get("backend")
     numpys = [module for name, module in list(sys.modules.items())
               if name.startswith("numpy.") and isinstance(module, types.ModuleType)]
-    return [(interpreter, False), (native, False), (numpy, False)] + [(m, False) for m in compiler + numpys] \
+    # Python's own modules the interpreter and the launch's checks call by
+    # name: tl.erf is math.erf, the front end parses with ast, the launch
+    # reads inspect.signature and time.monotonic, and every block passes
+    # through isinstance. A file had swapped each (math.erf made a ReLU;
+    # inspect.signature swapped to set the interpreter's subtraction back to
+    # an addition after the restore).
+    python = [sys.modules[name] for name in PYTHON_MODULES if name in sys.modules]
+    return [(interpreter, False), (native, False), (numpy, False)] + [(m, False) for m in compiler + numpys + python] \
         + [(cls, True) for cls in classes + language] \
         + [(frontend._state, True), (libdevice_cpu.made(), True), (interpret.math_methods(), True)] \
         + ([(backend, True)] if backend is not None and hasattr(backend, "__dict__") else [])
@@ -122,6 +131,16 @@ def record() -> None:
                       for owner, exact in _owners())
     builder = interpreter.interpreter_builder
     _builder = (builder, types.MappingProxyType(dict(vars(builder))))
+    # Objects the interpreter holds and reads the attributes of, changed in
+    # place rather than rebound (object.__setattr__ on the builder's frozen
+    # options dropped TF32 from tl.dot's choices; an attribute set on the
+    # shared semantic instance saw every assigned block; an np.vectorize
+    # stand-in given another pyfunc): their attributes recorded too.
+    global _instances
+    held = [builder.options, getattr(interpreter, "interpreter_semantic", None)]
+    held += [value for value in vars(interpreter).values() if type(value).__name__ == "vectorize"]
+    _instances = tuple((obj, types.MappingProxyType(dict(vars(obj)))) for obj in held
+                       if obj is not None and hasattr(obj, "__dict__"))
     global _errors
     try:
         import numpy
@@ -150,6 +169,17 @@ def restore() -> list[str]:
             if name not in _UNSETTABLE and current.get(name, _MISSING) is not value:
                 _set(owner, name, value)
                 changed.append(_name(owner, name))
+    for obj, members in _instances:
+        current = vars(obj)
+        for name in [n for n in current if n not in members]:
+            object.__delattr__(obj, name)
+            changed.append(_name(obj, name))
+        for name, value in members.items():
+            if type(value) is dict:  # (a cache, or a table: a fresh copy of the record, whatever is in it now)
+                object.__setattr__(obj, name, dict(value))
+            elif current.get(name, _MISSING) is not value:
+                object.__setattr__(obj, name, value)
+                changed.append(_name(obj, name))
     if _errors and _errors[0].get() is not _errors[1]:
         variable, value = _errors
         variable.set(value)  # in the launch's own context: the file's setting is gone for the kernel
