@@ -38,6 +38,7 @@ from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import reference.matmul as rm  # noqa: E402
+import reference.matmul_hopper as hopper  # noqa: E402
 from judge.challenge import load  # noqa: E402
 
 cublas_call = load("matrix_multiplication")._resolve("reference.py:cublas_call")
@@ -95,8 +96,8 @@ def main():
         rows.append(row)
 
     props = torch.cuda.get_device_properties(0)
-    fast = {mode: rm._fast_path(a, b, mode) for mode in ("tf32", "ieee")}
-    chosen = {mode: cfg for (_, mode, *_), cfg in rm._FAST_CHOICE.items()}
+    fast = {mode: hopper.fast_path(a, b, mode) for mode in ("tf32", "ieee")}
+    chosen = {mode: cfg for (_, mode, *_), cfg in hopper.FAST_CHOICE.items()}
     result = dict(
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         device=dict(name=torch.cuda.get_device_name(0), capability=list(torch.cuda.get_device_capability(0)),

@@ -4,7 +4,7 @@
 
 At M=8192, N=6144, K=4096 (A: M x N, B: N x K, uniform(-10, 10) float32) it
 times cuBLAS (TF32 on and off), the B transpose (torch and _transpose_kernel
-tiles), then each configuration of reference.matmul._tma_matmul_kernel below
+tiles), then each configuration of reference.matmul_hopper.tma_matmul_kernel below
 (TF32 twice: with the B^T copy, and "[no copy]" on a B whose transpose is
 already TMA-ready) and the generic kernel, with triton.testing.do_bench
 (median); checks each result against cuBLAS FP32 (relative Frobenius error)
@@ -41,6 +41,7 @@ from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import reference.matmul as rm  # noqa: E402
+import reference.matmul_hopper as hopper  # noqa: E402
 
 M, N, K = 8192, 6144, 4096
 FLOP = 2.0 * M * N * K
@@ -161,7 +162,7 @@ def main():
         grid = (triton.cdiv(N, tc["BLOCK_R"]), triton.cdiv(K, tc["BLOCK_C"]))
 
         def tr(tc=tc, grid=grid):
-            rm._transpose_kernel[grid](b, bt, N, K, b.stride(0), b.stride(1), bt.stride(0), **tc)
+            hopper.transpose_kernel[grid](b, bt, N, K, b.stride(0), b.stride(1), bt.stride(0), **tc)
         record("misc", "transpose {BLOCK_R}x{BLOCK_C} w{num_warps}".format(**tc), tr, check=False)
         if "ms" in rows[-1]:
             rows[-1]["TBps"] = bw / rows[-1]["ms"] * 1e-9
@@ -170,12 +171,12 @@ def main():
 
     if args.only in (None, "tf32"):
         for cf in TF32:
-            record("tf32", label(cf), lambda cf=cf: rm._fast_launch(a, b, c, "tf32", cf), base=tf32_base)
-            record("tf32", label(cf) + " [no copy]", lambda cf=cf: rm._fast_launch(a, b_kmajor, c, "tf32", cf),
+            record("tf32", label(cf), lambda cf=cf: hopper.launch(a, b, c, "tf32", cf), base=tf32_base)
+            record("tf32", label(cf) + " [no copy]", lambda cf=cf: hopper.launch(a, b_kmajor, c, "tf32", cf),
                    base=tf32_base)
     if args.only in (None, "ieee"):
         for cf in IEEE:
-            record("ieee", label(cf), lambda cf=cf: rm._fast_launch(a, b, c, "ieee", cf), base=fp32_base, rep=300)
+            record("ieee", label(cf), lambda cf=cf: hopper.launch(a, b, c, "ieee", cf), base=fp32_base, rep=300)
         for gc in GENERIC_IEEE:
             grid = (triton.cdiv(M, gc["BLOCK_M"]) * triton.cdiv(K, gc["BLOCK_K"]),)
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from . import precheck
 from .challenge import Challenge
 from .results import CaseResult, GradeResult
+from .verdicts import Verdict, stalled_on_cpu
 
 # Published figures of the GPUs LeetGPU offers (dense, no sparsity): memory
 # bandwidth GB/s, float32 FMA TFLOPS, TF32 tensor TFLOPS (None: no TF32).
@@ -119,6 +120,14 @@ def _leetgpu_answer(challenge: Challenge, result: GradeResult, gpu: str, finding
                         "with other --seed values to see how often")
         return LeetgpuAnswer(gpu=gpu, verdict=first.status, case=first.name, text=text, cases_not_run=not_run)
     ran = [c for c in mine if c.status == "accepted"]
+    stalled = next((c for c in result.cases if stalled_on_cpu(c)), None)
+    if stalled is not None:
+        # The file's own launch could not finish a small case here: a GPU
+        # runs it, so what the rest passed says nothing of it (never Accepted).
+        return LeetgpuAnswer(gpu=gpu, verdict="unknown", case=stalled.name, cases_not_run=not_run,
+                             text=f"not judged here: case {stalled.name} ({stalled.shape}) could not finish under "
+                                  f"Triton's interpreter ({stalled.message.split(': ', 1)[-1]}); a GPU runs it, so "
+                                  "the cases that passed here do not say what LeetGPU would")
     if not ran:
         return LeetgpuAnswer(gpu=gpu, verdict="unknown", cases_not_run=not_run,
                              text=f"no LeetGPU case could run here: {result.message}")
@@ -141,6 +150,12 @@ def _our_answer(result: GradeResult, leet_policy: str, our_policy: str, leet: Le
     else:
         first = _first_failing_under(result.cases, our_policy)
     verdict = first[1] if first else "accepted"
+    stalled = next((c for c in result.cases if stalled_on_cpu(c)), None) if first is None else None
+    if stalled is not None:
+        # The verdict `judge submit` gives the same file (judge.verdicts.submission_verdict).
+        return OurAnswer(policy=our_policy, verdict=Verdict.INTERNAL_ERROR.value, differs=False,
+                         text=f"our judge ({our_policy}): not judged on CPU (case {stalled.name}, {stalled.shape}, "
+                              "could not finish under Triton's interpreter)")
     differs = leet.verdict != "unknown" and verdict != leet.verdict
     unrun = sum(c.status in ("skipped", "not_run") for c in result.cases)
     counted = (f"all {len(result.cases)} cases" if not unrun

@@ -15,7 +15,6 @@ import datetime as dt
 import os
 import platform
 import shutil
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import cuda_early, cuda_ipc, gpu_lock, gpu_pause, isolation, timed, warm_cache
+from . import cuda_early, cuda_ipc, gpu_lock, gpu_pause, isolation, scratch, timed, warm_cache
 from .casework import Run
 from .errors import UsageError
 from .isolation import Limits, sandbox_for
@@ -114,7 +113,7 @@ def _worker_count(options: GradeOptions, challenge, device: str) -> int:
 def shared_cache(device: str) -> Path:
     """A Triton cache folder for the workers of one grading: fresh, with the
     judge's own seed in it on a GPU (judge.warm_cache)."""
-    cache = Path(tempfile.mkdtemp(prefix="judge-triton-"))
+    cache = Path(scratch.folder("judge-triton-"))
     if device == "cuda":
         warm_cache.fill(cache)
     if sandbox_for(device).own_user:

@@ -19,14 +19,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import clock, cuda_ipc, protocol, reaper, triton_key
+from . import clock, cuda_ipc, protocol, reaper, scratch, triton_key
 from .hardening import protect_judge
 from .worker_exit import CappedStream, describe_exit
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
@@ -134,7 +133,7 @@ class WorkerProcess:
         self.limits = limits
         self.hidden = [Path(p) for p in hidden]
         self.sandbox = sandbox_for(device)
-        self.scratch = Path(tempfile.mkdtemp(prefix="judge-worker-"))
+        self.scratch = Path(scratch.folder("judge-worker-"))
         # A judge run as root: the user this worker switches to (judge.worker
         # .privileges). One per grading, the owner of its shared Triton cache
         # (judge.grader.shared_cache); else one of the worker's own.

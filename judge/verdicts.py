@@ -103,6 +103,12 @@ def _too_slow_on_cpu(result, small_only: bool = False) -> bool:
         not small_only and result.message.startswith(TOO_SLOW_ON_CPU)))
 
 
+def stalled_on_cpu(result) -> bool:
+    """A small case the file's own launch made too slow for the interpreter:
+    while one is, the file is not judged on CPU (submission_verdict)."""
+    return _too_slow_on_cpu(result, small_only=True)
+
+
 def submission_verdict(results: list) -> Verdict:
     """The first failing case decides (a file that did not load fails the first case).
 
@@ -113,7 +119,7 @@ def submission_verdict(results: list) -> Verdict:
     not judged."""
     ran = [Verdict(r.status) for r in results if r.status not in ("skipped", "not_run")]
     verdict = overall(ran) if ran else Verdict.INTERNAL_ERROR
-    if verdict is Verdict.ACCEPTED and any(_too_slow_on_cpu(r, small_only=True) for r in results):
+    if verdict is Verdict.ACCEPTED and any(stalled_on_cpu(r) for r in results):
         return Verdict.INTERNAL_ERROR
     return verdict
 

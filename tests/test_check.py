@@ -221,3 +221,19 @@ def test_a_float32_accurate_sum_failed_by_leetgpus_tolerance_is_said_as_the_data
     assert hedged.verdict == "wrong_answer" and "may say" in hedged.text and "fp32" in hedged.text
     firm = _leetgpu_answer(reduction, Result({"tf32": ("accepted", "")}), "h100", [])
     assert "would most likely say: Wrong Answer on case large_random" in firm.text
+
+
+def test_a_file_that_stalls_a_small_case_is_not_called_accepted(monkeypatch, tmp_path):
+    """A file whose own launch the interpreter cannot finish on a small case
+    is not judged on CPU by `judge submit`; `judge check` must not answer
+    Accepted for it either, in LeetGPU's terms or ours (it had said
+    "Accepted" on the example alone)."""
+    from tests.helpers import FIXTURES
+    monkeypatch.setenv("JUDGE_SECRET", "check-tests")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    code, out = _check(FIXTURES / "stalls_cases_it_cannot_do.py", "--challenge", "vector_addition")
+    assert code == 1, out["leetgpu"]
+    assert out["leetgpu"]["verdict"] == "unknown" and "not judged here" in out["leetgpu"]["text"]
+    assert "Accepted" not in out["leetgpu"]["text"]
+    assert out["ours"]["verdict"] == out["result"]["verdict"] == "internal_error"
+    assert "not judged on CPU" in out["ours"]["text"]

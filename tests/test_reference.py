@@ -16,6 +16,7 @@ if not torch.cuda.is_available():  # also set by conftest.py; harmless twice
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import reference.matmul as rm  # noqa: E402  (after TRITON_INTERPRET)
+import reference.matmul_hopper as hopper  # noqa: E402
 from reference.matmul import exact_with_scales, matmul  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
@@ -297,7 +298,7 @@ def _hopper():
     return HAS_CUDA and torch.cuda.get_device_capability()[0] >= 9
 
 
-hopper = pytest.mark.skipif(not _hopper(), reason="needs a CUDA device of compute capability >= 9")
+needs_hopper = pytest.mark.skipif(not _hopper(), reason="needs a CUDA device of compute capability >= 9")
 
 # (M, N, K) and whether row-major operands of that shape meet the fast path's
 # 16-byte stride rule: N and K multiples of 4 (129 x 8191 x 257 does not).
@@ -326,7 +327,7 @@ def _cuda_uniform(shape, seed, lo_hi=10.0):
 def test_gpu_fp32_modes_error_level(shape, fast, mode):
     M, N, K = shape
     a, b = _cuda_uniform((M, N), seed=M + N), _cuda_uniform((N, K), seed=N + K)
-    assert rm._fast_path(a, b, mode) == (fast and _hopper())
+    assert hopper.fast_path(a, b, mode) == (fast and _hopper())
     ref = a.double() @ b.double()
     out = torch.full((M, K), float("nan"), device="cuda")  # every element must be written
     assert matmul(a, b, mode=mode, out=out) is out
@@ -339,7 +340,7 @@ def test_gpu_fp32_modes_error_level(shape, fast, mode):
 
 
 @pytest.mark.gpu
-@hopper
+@needs_hopper
 @pytest.mark.parametrize("mode", ["ieee", "tf32"])
 def test_gpu_fast_path_is_taken(mode, monkeypatch):
     # With the generic kernel made unusable, an aligned problem still works.
@@ -350,18 +351,18 @@ def test_gpu_fast_path_is_taken(mode, monkeypatch):
     a, b = _cuda_uniform((300, 512), seed=1), _cuda_uniform((512, 200), seed=2)
     ref = a.double() @ b.double()
     monkeypatch.setattr(rm, "_matmul_kernel", Unusable())
-    monkeypatch.setattr(rm, "_FAST_CHOICE", {})
+    monkeypatch.setattr(hopper, "FAST_CHOICE", {})
     c = matmul(a, b, mode=mode)
     assert c.shape == (300, 200) and c.is_contiguous()
     assert _rel_fro(c, ref) <= (2e-3 if mode == "tf32" else 2e-6)
     # The configuration chosen for this shape is kept for the next call.
-    (key, cfg), = rm._FAST_CHOICE.items()
-    assert key[1:] == (mode, 300, 512, 200) and cfg in rm._FAST_CONFIGS[mode]
+    (key, cfg), = hopper.FAST_CHOICE.items()
+    assert key[1:] == (mode, 300, 512, 200) and cfg in hopper.FAST_CONFIGS[mode]
     assert torch.equal(matmul(a, b, mode=mode), c)
 
 
 @pytest.mark.gpu
-@hopper
+@needs_hopper
 @pytest.mark.parametrize("mode", ["ieee", "tf32"])
 def test_gpu_fast_path_outputs_without_aligned_rows(mode):
     # B is a column slice with aligned rows (fast path), but C's rows (1001
@@ -370,7 +371,7 @@ def test_gpu_fast_path_outputs_without_aligned_rows(mode):
     M, N, K = 200, 256, 1001
     a = _cuda_uniform((M, N), seed=3)
     b = _cuda_uniform((N, K + 3), seed=4)[:, :K]
-    assert rm._fast_path(a, b, mode)
+    assert hopper.fast_path(a, b, mode)
     ref = a.double() @ b.double()
     tol = 2e-3 if mode == "tf32" else 2e-6
     c = matmul(a, b, mode=mode)
@@ -389,7 +390,7 @@ def test_gpu_unaligned_or_strided_inputs_fall_back(mode):
     a_odd = _cuda_uniform((M, N + 1), seed=6)[:, 1:]  # base 4 bytes off
     b = _cuda_uniform((N, K), seed=7)
     for a in (a_t, a_odd):
-        assert not rm._fast_path(a, b, mode)
+        assert not hopper.fast_path(a, b, mode)
         rel = _rel_fro(matmul(a, b, mode=mode), a.double() @ b.double())
         assert rel <= (2e-3 if mode == "tf32" else 2e-6)
 
@@ -402,14 +403,14 @@ def test_tma_kernel_tiling(b_transposed, epi_split, monkeypatch):
     # every edge): under the interpreter on CPU, or compiled on Hopper.
     if HAS_CUDA and not _hopper():
         pytest.skip("the TMA kernel needs compute capability >= 9")
-    monkeypatch.setattr(rm, "_device_info", lambda device: (0, (9, 0), 3))
+    monkeypatch.setattr(hopper, "_device_info", lambda device: (0, (9, 0), 3))
     cfg = dict(B_TRANSPOSED=b_transposed, BLOCK_M=32, BLOCK_K=64, BLOCK_N=16, GROUP_M=2,
                EPI_SPLIT=epi_split, FLATTEN=False, num_warps=4, num_stages=2, ctas_per_sm=1, maxnreg=None)
     M, N, K = 70, 40, 92  # N, K multiples of 4: 16-byte aligned rows
     a, b = operands(M, N, K, 10.0, seed=13)
     ref, absprod, _ = f64_refs(a, b)
     c = torch.full((M, K), float("nan"), device=DEVICE)
-    rm._fast_launch(a, b, c, "ieee", cfg)
+    hopper.launch(a, b, c, "ieee", cfg)
     assert torch.all((c.double() - ref).abs() <= (gamma(N, 2.0**-24) + 2.0**-24) * absprod)
 
 
@@ -418,7 +419,7 @@ def test_transpose_kernel(view):
     base = rand((37, 50), 10.0, seed=14)
     src = {"rows": base, "strided": base[:, ::2], "transposed": base.t()}[view]
     R, C = src.shape
-    dst = rm._aligned_empty(C, R, DEVICE)
-    rm._transpose_kernel[(triton.cdiv(R, 16), triton.cdiv(C, 16))](
+    dst = hopper.aligned_empty(C, R, DEVICE)
+    hopper.transpose_kernel[(triton.cdiv(R, 16), triton.cdiv(C, 16))](
         src, dst, R, C, src.stride(0), src.stride(1), dst.stride(0), BLOCK_R=16, BLOCK_C=16)
     assert torch.equal(dst, src.t())

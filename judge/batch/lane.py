@@ -19,9 +19,10 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 import traceback
+
+from judge import scratch
 
 
 def _die_with_parent() -> None:
@@ -37,28 +38,6 @@ def _die_with_parent() -> None:
 
 # Workers started ahead for the next file: (path, options JSON) -> workers.
 _ahead: dict = {}
-# Folders this lane's gradings made (workers' scratch, Triton caches).
-_made: list[str] = []
-
-
-def _note_folders() -> None:
-    """Every folder made here with tempfile.mkdtemp is noted, and any left
-    when the lane ends is removed: a SIGTERM in the middle of a worker's
-    start (before anything held the worker to close it) left its
-    /tmp/judge-worker-* folder behind."""
-    real = tempfile.mkdtemp
-
-    def mkdtemp(*args, **kwargs):
-        path = real(*args, **kwargs)
-        _made.append(path)
-        return path
-    tempfile.mkdtemp = mkdtemp
-
-
-def _remove_folders() -> None:
-    import shutil
-    for path in _made:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def options_for(request: dict):
@@ -140,7 +119,6 @@ def main() -> None:
     # stops them with SIGTERM (a lane that ended on its own was started again
     # by the batch meanwhile, and its new workers' folders were left behind).
     signal.signal(signal.SIGINT, lambda *_: None)
-    _note_folders()
     try:
         for line in sys.stdin:
             if not line.strip():
@@ -149,7 +127,7 @@ def main() -> None:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleaning is not cut short
         _drop_ahead()
-        _remove_folders()
+        scratch.remove_left()  # a worker's folder, if it was stopped in its start
 
 
 if __name__ == "__main__":

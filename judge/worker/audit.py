@@ -116,7 +116,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     launch_count = [0]  # kernel launches since the hook was installed (judge.worker.launches)
     memos: dict = {}  # the CPU front end's record (judge.worker.frontend): out of the file's reach
     overload_code = gates.gate_overload_result.__code__
-    POST_NONE, POST_TAG, POST_OVERLOAD = gates.POST_NONE, gates.POST_TAG, gates.POST_OVERLOAD
+    POST_NONE, POST_TAG, POST_OVERLOAD, POST_SET = gates.POST_NONE, gates.POST_TAG, gates.POST_OVERLOAD, \
+        gates.POST_SET
 
     def judges_own(function) -> bool:
         """A function of the worker's or the guard's own files (their
@@ -159,11 +160,12 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         busy.add(me)
         try:
             caller = getframe(3)  # the gate's stand-in (through_gate, _hook, hook)
-            theirs = kind == "address" and blame(caller)
+            theirs = kind in ("address", "set") and blame(caller)
             # (blame(caller, True): a library's real first import that the file
             # started does not excuse the file's own refusals: it calls whatever
             # the file put in place of a name its top-level code uses.)
-            allowed = (kind in ("overload", "address", "builder") or (kind == "submission" and not blame(caller, True))
+            allowed = (kind in ("overload", "address", "builder", "set")
+                       or (kind == "submission" and not blame(caller, True))
                        or (kind == "host" and host_allowed(caller))
                        or (kind == "thread" and thread_allowed(caller))
                        or (kind == "scalar" and not (builder_reading() and origin(caller) == "submission"))
@@ -185,7 +187,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         # argument's __index__) finds this hook's frames, and with them the
         # originals, on its stack (a file walked up to them from there).
         box.append(original)
-        box.append(POST_TAG if theirs else POST_OVERLOAD if kind == "overload" else POST_NONE)
+        box.append((POST_SET if kind == "set" else POST_TAG) if theirs
+                   else POST_OVERLOAD if kind == "overload" else POST_NONE)
 
     import struct
     import time

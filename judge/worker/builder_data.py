@@ -63,7 +63,7 @@ def _plain(data, depth: int):
     __getitem__ run here, under the rules, not inside the builder)."""
     import torch
     kind = type(data)
-    if kind in _NUMBERS or kind in _NUMPY_SCALARS or depth > 64 or isinstance(data, (
+    if kind in _NUMBERS or kind in _NUMPY_SCALARS or depth > 64 or torch_storage(kind) or isinstance(data, (
             torch.Tensor, np.ndarray, torch.dtype, torch.device, torch.layout, torch.memory_format,
             torch.Size, numbers.Number, bytes, bytearray, memoryview)):
         return data
@@ -76,8 +76,19 @@ def _plain(data, depth: int):
     return data
 
 
+def torch_storage(kind: type) -> bool:
+    """One of torch's own storage classes: a builder uses its memory as it
+    is (torch.Tensor(storage) is a tensor over it), with no code of the
+    file's; read as a sequence, it was copied element by element instead."""
+    import torch
+    return kind is torch.UntypedStorage or (issubclass(kind, torch.TypedStorage)
+                                             and kind.__module__ in ("torch", "torch.storage"))
+
+
 def _check(name: str, data) -> None:
     import torch
+    if torch_storage(type(data)):
+        return
     if isinstance(data, torch.Tensor):
         if hooked(type(data)):
             _refuse(name, data)

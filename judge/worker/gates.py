@@ -116,8 +116,20 @@ BUILDERS = tuple(("torch._C", "_VariableFunctionsClass", name, 0) for name in (
 # bit set that no mapped host address has (order, differences and alignment
 # kept): following it faults, on the CPU as on a GPU. Triton's interpreter,
 # below its launch, gets the address itself.
-ADDRESSES = (("torch._C", "TensorBase", "data_ptr"), ("torch._C", "TensorBase", "const_data_ptr"))
+ADDRESSES = (("torch._C", "TensorBase", "data_ptr"), ("torch._C", "TensorBase", "const_data_ptr"),
+             # a storage's too: the file's own storage set under a device tensor (below)
+             # had its address read so, for numpy to add over it
+             ("torch._C", "StorageBase", "data_ptr"))
 ADDRESS_TAG = 1 << 62
+# Under the interpreter, a tensor's storage replaced by the file's code
+# (Tensor.set_, which torch's function modes never see). The file holds no
+# storage of a device tensor (untyped_storage is HOST's, below), so a
+# storage it gives is one it made: host memory on a GPU, which refuses to
+# set it under a device tensor. A probe did so at import, then had numpy
+# compute over the storage's address or its shared-memory descriptor while
+# kernels copied the device data in and out (accepted on the CPU). The
+# stand-in raises the GPU's error (judge.worker.host_tensors.check_set).
+STORAGE_SETS = (("torch._C", "TensorBase", "set_"),)
 # TorchScript run or built by the file's code: the guard sees each operator a
 # scripted function dispatches, but TorchScript's own prim::tolist reads a
 # tensor below the dispatcher (on the CPU, where inputs are host tensors, a
@@ -174,14 +186,16 @@ def install() -> list[tuple[object, str]]:
     stand_ins: dict[int, object] = {}  # id of an original -> its stand-in
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"  # set by the judge for a CPU worker
     script = script_entries()
-    for target in GATED + THREADS + HOST + SCALARS + (ADDRESSES if interpreted else ()) + (OVERLOADS,) + script:
+    for target in (GATED + THREADS + HOST + SCALARS + ((ADDRESSES + STORAGE_SETS) if interpreted else ())
+                   + (OVERLOADS,) + script):
         owner = _owner(target[:-1])
         original = getattr(owner, target[-1], None) if owner is not None else None
         if original is None or id(original) in stand_ins:
             continue
         kind = ("overload" if target == OVERLOADS else "submission" if target in SUBMISSION_ONLY
                 else "thread" if target in THREADS else "host" if target in HOST else "scalar" if target in SCALARS
-                else "address" if target in ADDRESSES else "script" if target in script else "call")
+                else "address" if target in ADDRESSES else "set" if target in STORAGE_SETS
+                else "script" if target in script else "call")
         stand_in = _stand_in(_keep(original, kind), ".".join(target))
         try:
             setattr(owner, target[-1], stand_in)
@@ -297,19 +311,25 @@ def _keep(original, kind: str) -> int:
 
 
 # What a stand-in does with the result of an original the hook let through.
-POST_NONE, POST_TAG, POST_OVERLOAD = 0, 1, 2
+POST_NONE, POST_TAG, POST_OVERLOAD, POST_SET = 0, 1, 2, 3
 
 
 def _stand_in(number: int, name: str):
     audit = sys.audit
+    # (imported now, before the file: judge.worker.host_tensors imports torch only)
+    from judge.worker import host_tensors
 
     def gated(*args, **kwargs):
         box: list = []
         audit("tritonjudge.gated", number, name, box)  # refused, or [original, what to do with its result]
         post = box.pop()
+        if post == POST_SET:
+            host_tensors.check_set(args, kwargs)  # the file's set_: the GPU's refusal, or the host's tensor
         # Called straight off the box: the original is never a local of any
         # frame, so nothing the call runs can read it off this frame.
         result = box.pop()(*args, **kwargs)
+        if post == POST_SET:
+            host_tensors.after_set(args, kwargs)
         if post == POST_TAG and isinstance(result, int):
             # An address the host cannot follow. Set, not flipped: a call that
             # comes through the gate twice (torch's function mode on the CPU
@@ -329,14 +349,20 @@ def _checked_stand_in(number: int, name: str, skip: int):
     """A builder's stand-in: its data checked (judge.worker.builder_data)
     before the audit hook hands over the builder."""
     audit = sys.audit
+    from judge.worker import host_tensors
     from judge.worker.builder_data import checked
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
 
     def gated(*args, **kwargs):
         args, kwargs = checked(name.rpartition(".")[2], args, kwargs, skip)
         box: list = []
         audit("tritonjudge.gated", number, name, box)
         box.pop()
-        return box.pop()(*args, **kwargs)
+        result = box.pop()(*args, **kwargs)
+        if interpreted:
+            # torch.Tensor(storage): a tensor over a storage someone made, the host's on a GPU
+            host_tensors.mark_if_over_storage(args[skip:], result)
+        return result
 
     gated.__name__ = gated.__qualname__ = name.rpartition(".")[2]
     gated.__gate__ = True

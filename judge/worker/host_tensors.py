@@ -15,7 +15,8 @@ tells this module of every torch call):
 * a tensor made from one of those without naming a device (a view, a
   clone, a *_like), whoever makes it;
 * a tensor over memory torch did not allocate (torch.from_numpy,
-  frombuffer, from_dlpack, from_file: never seen by torch's modes). In the
+  frombuffer, from_dlpack, from_file: never seen by torch's modes), or
+  over shared memory (a storage's descriptor, mapped for numpy). In the
   CPU worker every tensor a GPU would hold comes from torch's allocator
   (host data named to the GPU is copied there: judge.worker.cpu_cuda), so
   memory of numpy's or of a bytearray is the host's: a probe's copy
@@ -41,6 +42,11 @@ try:
 except ImportError:  # pragma: no cover - a Triton without host descriptors
     _DESCRIPTOR = None
 
+# Torch's function modes off, for this module's own reads of a tensor made
+# where they are on (Tensor.set_'s stand-in, called from the file's code):
+# the CPU worker's mode hands untyped_storage back to its gate, which then
+# saw the file behind the read. Taken as this module loads.
+_NO_FUNCTION_MODES = _C.DisableTorchFunction
 _host: dict[int, weakref.WeakSet] = {}  # storage address -> the live host tensors on it
 _default_cuda = [False]  # torch.set_default_device("cuda") by the submission
 
@@ -57,12 +63,16 @@ def set_default_cuda(on: bool) -> None:
     _default_cuda[0] = bool(on)
 
 
-def _external(tensor, _storage=_C.TensorBase.untyped_storage, _resizable=_C.StorageBase.resizable) -> bool:
-    """Memory torch's allocator did not make (its storage cannot be resized).
-    torch's own methods, taken as this module loads, before the gates
-    (untyped_storage is the file's no more: judge.worker.gates)."""
+def _external(tensor, _storage=_C.TensorBase.untyped_storage, _resizable=_C.StorageBase.resizable,
+              _shared=_C.StorageBase.is_shared) -> bool:
+    """Memory torch's allocator did not make (its storage cannot be resized),
+    or memory in the host's shared memory, which another mapping reads (a
+    device tensor never is: a probe mapped its storage's descriptor for
+    numpy). torch's own methods, taken as this module loads, before the
+    gates (untyped_storage is the file's no more: judge.worker.gates)."""
     try:
-        return not _resizable(_storage(tensor))
+        storage = _storage(tensor)
+        return not _resizable(storage) or _shared(storage)
     except (RuntimeError, NotImplementedError):  # no storage (sparse, nested...): not the host's
         return False
 
@@ -163,6 +173,58 @@ def after(func, args: tuple, kwargs: dict, result, by_submission: bool) -> None:
             _mark(result)  # made from nothing, on torch's default device: the host
 
 
+def _set_source(args: tuple, kwargs: dict):
+    """(target, source) of a Tensor.set_ call, or None when it sets nothing."""
+    import torch
+    target = args[0] if args else None
+    source = args[1] if len(args) > 1 else kwargs.get("source")
+    if not issubclass(type(target), torch.Tensor) or source is None:
+        return None
+    return target, source
+
+
+def check_set(args: tuple, kwargs: dict) -> None:
+    """The file's Tensor.set_ (judge.worker.gates.STORAGE_SETS): a GPU
+    refuses a device tensor over host memory and a host tensor over device
+    memory. A storage the file gives is one it made (it is never handed a
+    device tensor's): the host's."""
+    import torch
+    pair = _set_source(args, kwargs)
+    if pair is None:
+        return
+    target, source = pair
+    with _NO_FUNCTION_MODES():
+        source_host = is_host(source) if issubclass(type(source), torch.Tensor) else True
+        target_host = is_host(target)
+    if target_host != source_host:
+        there, here = ("cpu", "cuda:0") if source_host else ("cuda:0", "cpu")
+        raise RuntimeError(f'Attempted to set the storage of a tensor on device "{here}" to a storage on '
+                           f'different device "{there}".  This is no longer allowed; the devices must match.')
+
+
+def after_set(args: tuple, kwargs: dict) -> None:
+    """A host tensor the file set over host memory stays the host's under
+    its new storage (tensors are known by their storage's address)."""
+    import torch
+    pair = _set_source(args, kwargs)
+    if pair is None:
+        return
+    target, source = pair
+    with _NO_FUNCTION_MODES():
+        if not issubclass(type(source), torch.Tensor) or is_host(source):  # (check_set let only host over host)
+            _mark(target)
+
+
+def mark_if_over_storage(data: tuple, result) -> None:
+    """A legacy builder (torch.Tensor(storage), Tensor.new(storage)) given a
+    storage: its tensor is over host memory, as on a GPU."""
+    import torch
+
+    from judge.worker.builder_data import torch_storage
+    if data and torch_storage(type(data[0])) and issubclass(type(result), torch.Tensor):
+        _mark(result)
+
+
 def check_launch(args: tuple, kwargs: dict) -> None:
     """Triton's launcher on a GPU refuses a host tensor: so here, inside a
     tuple argument and below a tensor descriptor too (each had carried
@@ -202,8 +264,9 @@ def plain(data, depth: int = 0):
 
     import numpy as np
     import torch
+    from judge.worker.builder_data import torch_storage
     if depth > 64 or isinstance(data, (torch.Tensor, np.ndarray, numbers.Number, str, bytes, bytearray, memoryview,
-                                       torch.Size)) or data is None:
+                                       torch.Size)) or data is None or torch_storage(type(data)):
         return data  # a torch.Size kept as it is: Tensor.new(x.size()) reads it as sizes, a list as data
     kind = type(data)
     if kind is tuple:

@@ -42,14 +42,21 @@ DEADLINE, FOUND, ESTIMATE = ("interpreter deadline",), ("interpreter too slow",)
 LAUNCH_SECONDS = ("interpreter launch seconds",)  # (kernel, grid) -> what its last launch took, this case
 
 
-def set_budget(seconds: float) -> None:
+# Every clock reading below is of time.monotonic as it was before the file
+# was imported, bound as a default (sealed with its function): the watch
+# read time.monotonic at each call, and a file that set it 10^6 s ahead in
+# solve had its large cases stopped as too slow (not run, so left out of
+# the verdict: tests/fixtures/clock_skips_large_cases.py).
+
+
+def set_budget(seconds: float, _now=time.monotonic) -> None:
     from judge.worker import audit
-    audit.memo(DEADLINE, time.monotonic() + seconds)
+    audit.memo(DEADLINE, _now() + seconds)
     audit.memo(FOUND, None)
     audit.memo(LAUNCH_SECONDS, ())
 
 
-def before_launch(key: tuple) -> None:
+def before_launch(key: tuple, _now=time.monotonic) -> None:
     """Stop a launch that took so long last time that it cannot end by the
     case's deadline. The watch between programs never meets a launch of one
     long program (an outer-product loop of 8191 steps: ~10 s a launch here,
@@ -58,7 +65,7 @@ def before_launch(key: tuple) -> None:
     from judge.worker import audit
     took = dict(audit.memo(LAUNCH_SECONDS) or ()).get(key)
     deadline = audit.memo(DEADLINE)
-    if took is None or deadline is None or time.monotonic() + took <= deadline:
+    if took is None or deadline is None or _now() + took <= deadline:
         return
     found = (f"not run on CPU: one launch of this kernel took Triton's interpreter {took:.1f} s (a GPU runs its "
              "programs in parallel, in milliseconds), and the case's other launches would pass its interpreter "
@@ -85,25 +92,25 @@ def too_slow() -> tuple[str, float] | None:
 def watch(builder) -> None:
     original_dim, original_idx = builder.set_grid_dim, builder.set_grid_idx
 
-    def set_grid_dim(self, nx, ny, nz):
+    def set_grid_dim(self, nx, ny, nz, _now=time.monotonic):
         if nx > MAX_GRID[0] or ny > MAX_GRID[1] or nz > MAX_GRID[2]:
             # What CUDA's launch refuses, and Triton's launcher reports.
             raise GridRefused("Triton Error [CUDA]: invalid argument "
                                f"(grid ({nx}, {ny}, {nz}): a GPU allows at most {MAX_GRID})")
-        _watch.update(total=max(1, nx * ny * nz), done=0, started=time.monotonic())
+        _watch.update(total=max(1, nx * ny * nz), done=0, started=_now())
         return original_dim(self, nx, ny, nz)
 
-    def set_grid_idx(self, x, y, z):
+    def set_grid_idx(self, x, y, z, _now=time.monotonic):
         from judge.worker import audit
         done = _watch["done"]
         # A grid of a few long programs is estimated after all but its last.
         enough = min(MIN_PROGRAMS, max(1, _watch["total"] - 1))
         deadline = audit.memo(DEADLINE) if done >= enough else None
         if deadline is not None:
-            elapsed = time.monotonic() - _watch["started"]
+            elapsed = _now() - _watch["started"]
             remaining = _watch["total"] - done
             needed = elapsed / done * remaining
-            if time.monotonic() + needed > deadline:
+            if _now() + needed > deadline:
                 found = (
                     f"not run on CPU: this launch has {_watch['total']:,} programs, and Triton's interpreter, "
                     f"which runs them one by one at ~{1000 * elapsed / done:.1f} ms each, would need "
