@@ -28,6 +28,12 @@ import importlib
 import os
 import sys
 
+# Both imported before the file exists: a stand-in made later (an operator's
+# per-key entry, gate_overload_result) runs in the file's code, where an
+# import of the judge's own modules is refused.
+from judge.worker import host_tensors
+from judge.worker.op_tables import ADDRESS_TAG
+
 # TorchScript's switches that turn a fuser on (each also gated: GATED).
 JIT_FUSER_SWITCHES = ("_jit_set_texpr_fuser_enabled", "_jit_override_can_fuse_on_cpu", "_jit_override_can_fuse_on_gpu",
                       "_jit_override_can_fuse_on_cpu_legacy", "_jit_set_llga_enabled", "_jit_set_nvfuser_enabled",
@@ -120,7 +126,7 @@ ADDRESSES = (("torch._C", "TensorBase", "data_ptr"), ("torch._C", "TensorBase", 
              # a storage's too: the file's own storage set under a device tensor (below)
              # had its address read so, for numpy to add over it
              ("torch._C", "StorageBase", "data_ptr"))
-ADDRESS_TAG = 1 << 62
+# (ADDRESS_TAG, the bit, is in judge.worker.op_tables: judge.worker.host_tensors reads it too)
 # Under the interpreter, a tensor's storage replaced by the file's code
 # (Tensor.set_, which torch's function modes never see). The file holds no
 # storage of a device tensor (untyped_storage is HOST's, below), so a
@@ -316,8 +322,6 @@ POST_NONE, POST_TAG, POST_OVERLOAD, POST_SET = 0, 1, 2, 3
 
 def _stand_in(number: int, name: str):
     audit = sys.audit
-    # (imported now, before the file: judge.worker.host_tensors imports torch only)
-    from judge.worker import host_tensors
 
     def gated(*args, **kwargs):
         box: list = []
@@ -349,7 +353,6 @@ def _checked_stand_in(number: int, name: str, skip: int):
     """A builder's stand-in: its data checked (judge.worker.builder_data)
     before the audit hook hands over the builder."""
     audit = sys.audit
-    from judge.worker import host_tensors
     from judge.worker.builder_data import checked
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
 

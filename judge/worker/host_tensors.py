@@ -34,7 +34,8 @@ import weakref
 
 import torch
 
-from judge.worker.gates import ADDRESS_TAG
+from judge.worker.builder_data import torch_storage
+from judge.worker.op_tables import ADDRESS_TAG
 
 _C = torch._C  # (the worker imports torch before its own modules: taken below before any gate)
 try:
@@ -219,8 +220,6 @@ def mark_if_over_storage(data: tuple, result) -> None:
     """A legacy builder (torch.Tensor(storage), Tensor.new(storage)) given a
     storage: its tensor is over host memory, as on a GPU."""
     import torch
-
-    from judge.worker.builder_data import torch_storage
     if data and torch_storage(type(data[0])) and issubclass(type(result), torch.Tensor):
         _mark(result)
 
@@ -264,7 +263,6 @@ def plain(data, depth: int = 0):
 
     import numpy as np
     import torch
-    from judge.worker.builder_data import torch_storage
     if depth > 64 or isinstance(data, (torch.Tensor, np.ndarray, numbers.Number, str, bytes, bytearray, memoryview,
                                        torch.Size)) or data is None or torch_storage(type(data)):
         return data  # a torch.Size kept as it is: Tensor.new(x.size()) reads it as sizes, a list as data

@@ -42,3 +42,7 @@ TRITON_OPS = ALLOWED_OPS | {"set_", "_local_scalar_dense"}
 HOST_METHODS = ("cpu", "numpy", "tolist", "item", "__array__", "__dlpack__", "untyped_storage", "storage",
                 # a Python callable run on every element, on the host (CPU tensors only)
                 "apply_", "map_", "map2_")
+# The bit set in a tensor's or storage's address as the submission's own
+# code reads it under the interpreter (judge.worker.gates.ADDRESSES): no
+# mapped host address has it, so following it faults, as a GPU's would.
+ADDRESS_TAG = 1 << 62
