@@ -124,10 +124,12 @@ def _leetgpu_answer(challenge: Challenge, result: GradeResult, gpu: str, finding
     if stalled is not None:
         # The file's own launch could not finish a small case here: a GPU
         # runs it, so what the rest passed says nothing of it (never Accepted).
+        why = stalled.message.split(": ", 1)[-1].rstrip(".")
         return LeetgpuAnswer(gpu=gpu, verdict="unknown", case=stalled.name, cases_not_run=not_run,
                              text=f"not judged here: case {stalled.name} ({stalled.shape}) could not finish under "
-                                  f"Triton's interpreter ({stalled.message.split(': ', 1)[-1]}); a GPU runs it, so "
-                                  "the cases that passed here do not say what LeetGPU would")
+                                  f"Triton's interpreter ({why}). The {len(ran)} "
+                                  "of LeetGPU's cases that ran passed, but a GPU runs that case too, so they do "
+                                  "not say what LeetGPU would: check on a GPU")
     if not ran:
         return LeetgpuAnswer(gpu=gpu, verdict="unknown", cases_not_run=not_run,
                              text=f"no LeetGPU case could run here: {result.message}")

@@ -126,15 +126,10 @@ ADDRESSES = (("torch._C", "TensorBase", "data_ptr"), ("torch._C", "TensorBase", 
              # a storage's too: the file's own storage set under a device tensor (below)
              # had its address read so, for numpy to add over it
              ("torch._C", "StorageBase", "data_ptr"))
-# (ADDRESS_TAG, the bit, is in judge.worker.op_tables: judge.worker.host_tensors reads it too)
-# Under the interpreter, a tensor's storage replaced by the file's code
-# (Tensor.set_, which torch's function modes never see). The file holds no
-# storage of a device tensor (untyped_storage is HOST's, below), so a
-# storage it gives is one it made: host memory on a GPU, which refuses to
-# set it under a device tensor. A probe did so at import, then had numpy
-# compute over the storage's address or its shared-memory descriptor while
-# kernels copied the device data in and out (accepted on the CPU). The
-# stand-in raises the GPU's error (judge.worker.host_tensors.check_set).
+# Under the interpreter, Tensor.set_ (unseen by torch's function modes): the
+# file holds no device tensor's storage (untyped_storage is HOST's), so one it
+# gives is the host's, which a GPU refuses under a device tensor; a probe's
+# numpy computed over such a storage (judge.worker.host_tensors.check_set).
 STORAGE_SETS = (("torch._C", "TensorBase", "set_"),)
 # TorchScript run or built by the file's code: the guard sees each operator a
 # scripted function dispatches, but TorchScript's own prim::tolist reads a
