@@ -322,13 +322,12 @@ def _stand_in(number: int, name: str):
         box: list = []
         audit("tritonjudge.gated", number, name, box)  # refused, or [original, what to do with its result]
         post = box.pop()
-        if post == POST_SET:
-            host_tensors.check_set(args, kwargs)  # the file's set_: the GPU's refusal, or the host's tensor
+        host = post == POST_SET and host_tensors.check_set(args, kwargs)  # the file's set_: the GPU's refusal
         # Called straight off the box: the original is never a local of any
         # frame, so nothing the call runs can read it off this frame.
         result = box.pop()(*args, **kwargs)
         if post == POST_SET:
-            host_tensors.after_set(args, kwargs)
+            host_tensors.after_set(args, kwargs, host)
         if post == POST_TAG and isinstance(result, int):
             # An address the host cannot follow. Set, not flipped: a call that
             # comes through the gate twice (torch's function mode on the CPU

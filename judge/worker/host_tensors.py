@@ -184,15 +184,15 @@ def _set_source(args: tuple, kwargs: dict):
     return target, source
 
 
-def check_set(args: tuple, kwargs: dict) -> None:
+def check_set(args: tuple, kwargs: dict) -> bool:
     """The file's Tensor.set_ (judge.worker.gates.STORAGE_SETS): a GPU
     refuses a device tensor over host memory and a host tensor over device
     memory. A storage the file gives is one it made (it is never handed a
-    device tensor's): the host's."""
+    device tensor's): the host's. Returns whether the target is the host's."""
     import torch
     pair = _set_source(args, kwargs)
     if pair is None:
-        return
+        return False
     target, source = pair
     with _NO_FUNCTION_MODES():
         source_host = is_host(source) if issubclass(type(source), torch.Tensor) else True
@@ -201,19 +201,16 @@ def check_set(args: tuple, kwargs: dict) -> None:
         there, here = ("cpu", "cuda:0") if source_host else ("cuda:0", "cpu")
         raise RuntimeError(f'Attempted to set the storage of a tensor on device "{here}" to a storage on '
                            f'different device "{there}".  This is no longer allowed; the devices must match.')
+    return target_host
 
 
-def after_set(args: tuple, kwargs: dict) -> None:
-    """A host tensor the file set over host memory stays the host's under
-    its new storage (tensors are known by their storage's address)."""
-    import torch
-    pair = _set_source(args, kwargs)
-    if pair is None:
-        return
-    target, source = pair
-    with _NO_FUNCTION_MODES():
-        if not issubclass(type(source), torch.Tensor) or is_host(source):  # (check_set let only host over host)
-            _mark(target)
+def after_set(args: tuple, kwargs: dict, host: bool) -> None:
+    """A host tensor the file set over host memory (check_set said `host`)
+    stays the host's under its new storage (tensors are known by their
+    storage's address)."""
+    if host:
+        with _NO_FUNCTION_MODES():
+            _mark(args[0])
 
 
 def mark_if_over_storage(data: tuple, result) -> None:
