@@ -21,7 +21,8 @@ remembered even if the file catches the exception): ctypes and cffi;
 compute libraries (cupy, jax, numba, scipy...: LeetGPU's "Triton and the
 framework's native features only"); the collector's object lists, other
 threads' frames, frames reached from tracebacks or generators; new
-processes and sockets (judge.worker.refusals has the tables).
+processes and sockets (judge.worker.audit_events checks those events;
+judge.worker.refusals has the tables).
 
 The hook also keeps the originals of torch's ways past the operator guard
 (judge.worker.gates), let through only for the guard's own work, and tells
@@ -36,11 +37,10 @@ import os
 import sys
 import threading
 
-from judge.worker import module_guard
+from judge.worker import audit_events, module_guard
 from judge.worker import seal as seal_record
-from judge.worker.refusals import (DENIED_IMPORTS, FRAME_ATTRS, HIDDEN_MODULES, INTERPRETER_COPIES,
-                                   INTERPRETER_FILE, MODE_STACK, REFUSED, RULE, TORCH_BACKDOORS, TRACING,
-                                   gate_refusal, named_builtins)
+from judge.worker.refusals import (HIDDEN_MODULES, INTERPRETER_COPIES, INTERPRETER_FILE, MODE_STACK, RULE,
+                                   TORCH_BACKDOORS, gate_refusal, named_builtins)
 
 _installed = False
 
@@ -75,8 +75,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     _installed = True
     # The tables the hook reads, bound here: a module's names can be rebound
     # by anyone (the file could have emptied REFUSED), the hook's own cannot.
-    refused_events, denied_imports, frame_attrs, mode_stack = REFUSED, DENIED_IMPORTS, FRAME_ATTRS, MODE_STACK
-    tracing_events = TRACING
+    mode_stack = MODE_STACK
     interpreter_copies, interpreter_file, rule, refusal_text = INTERPRETER_COPIES, INTERPRETER_FILE, RULE, gate_refusal
     submission = os.path.abspath(submission)
     trusted = frozenset(trusted_codes)
@@ -86,7 +85,6 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     getframe = sys._getframe
     import gc
     gc_isenabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
-    isabs = os.path.isabs
     from judge.worker.rules import RuleViolation
     from judge.worker import attribution, launch_gate
     # The only code that sets a trace function: the CPU mode's gate on solve's
@@ -118,14 +116,6 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     overload_code = gates.gate_overload_result.__code__
     POST_NONE, POST_TAG, POST_OVERLOAD, POST_SET = gates.POST_NONE, gates.POST_TAG, gates.POST_OVERLOAD, \
         gates.POST_SET
-
-    def judges_own(function) -> bool:
-        """A function of the worker's or the guard's own files (their
-        defaults bind what the courier and the protocol call; a named
-        tuple's constructor, made by the library for the file, is not)."""
-        code = getattr(function, "__code__", None)
-        filename = getattr(code, "co_filename", None)
-        return filename in known.judge_files or filename in known.passed_files
 
     def kept_for_overload(frame) -> bool:
         """gate_keep from _keep, called by gate_overload_result in a stand-in."""
@@ -222,6 +212,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         raise RuleViolation(message)
 
     seal_add, seal_verify = seal_record.recorder(record)  # the seal's record (judge.worker.seal)
+    check_event = audit_events.checker(submission, roots, known, blame, innermost_is_submission, reaches_file,
+                                       real_bytecode, tracers, refuse)
 
     def verify(box: list) -> None:
         seal_verify()
@@ -319,64 +311,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             return
         busy.add(me)
         try:
-            frame = getframe(2)  # the caller of sys.audit (_hook, hook)
-            if event == "import":
-                top = str(args[0]).partition(".")[0]
-                if top in denied_imports and blame(frame, True):
-                    refuse(f"no compute or foreign-function library: import {args[0]}")
-            elif event == "object.__getattr__":
-                if args[1] in frame_attrs and innermost_is_submission(frame):
-                    refuse(f"no frame introspection ({args[1]})")
-            elif event == "sys._getframe":
-                if innermost_is_submission(frame):
-                    refuse("no frame introspection (sys._getframe)")
-            elif event == "object.__setattr__":
-                if (args[1] in ("__code__", "__globals__", "__closure__") or (
-                        args[1] in ("__defaults__", "__kwdefaults__") and judges_own(args[0]))) and blame(frame, True):
-                    refuse(f"no rewriting of functions ({args[1]})")
-            elif event == "compile":
-                filename = args[1] if len(args) > 1 else None
-                if isinstance(filename, bytes):
-                    filename = filename.decode(errors="replace")
-                # Under an absolute name, code claims to be a file's own:
-                # module-level code of a library counts as an import.
-                if isinstance(filename, str) and filename != submission and isabs(filename) \
-                        and blame(frame, True) and not attribution.same_source(filename, args[0]):
-                    refuse(f"no code compiled under another file's name ({filename})")
-                # Python's own frozen modules are known by such names (code
-                # compiled as "<frozen triton/...>" passed for Triton's own).
-                if isinstance(filename, str) and filename.startswith("<frozen") and blame(frame, True):
-                    refuse(f"no code compiled under a frozen module's name ({filename})")
-            elif event == "exec":
-                # A refused library's module run by importlib.import_module, which raises
-                # no import event of its own (mpmath had loaded that way for the file).
-                filename = getattr(args[0], "co_filename", None) if args else None
-                if isinstance(filename, str) and attribution.top_package(filename, roots) in denied_imports \
-                        and blame(frame, True):
-                    refuse(f"no compute or foreign-function library: {attribution.top_package(filename, roots)}")
-            elif event == "open":
-                pass
-            elif event == "marshal.loads":
-                if blame(frame, True) and not real_bytecode(frame):
-                    refuse("no code objects made from bytes (marshal.loads)")
-            elif event == "os.kill":
-                if args[0] not in (os.getpid(), 0) and blame(frame):
-                    refuse("no signals to other processes: os.kill")
-            else:
-                for prefix, what in refused_events:
-                    if event.startswith(prefix):
-                        # The collector's lists and other threads' frames: no import excuses them
-                        # (a planted module had webbrowser's real import fetch gc's list).
-                        # Tracing hooks: from no one's code but the worker's tracer. A library
-                        # set the file's (threading's bootstrap for threading.setprofile, a
-                        # partial of sys.setprofile called by a library's real import), and
-                        # its calls handed over the gates' originals (judge.worker.gates).
-                        if prefix in tracing_events and frame.f_code not in tracers:
-                            refuse(f"{what}: {event}")
-                        # Nor does an import the file started excuse the rest.
-                        if blame(frame, True) or (prefix.startswith(("gc.", "sys._current")) and reaches_file(frame)):
-                            refuse(f"{what}: {event}")
-                        break
+            check_event(event, args, getframe(2))  # the caller of sys.audit (_hook, hook)
         finally:
             busy.discard(me)
 

@@ -1,0 +1,97 @@
+"""The audit hook's checks of Python's own events (judge.worker.audit).
+
+Which of CPython's audit events the submission's own code may not raise:
+imports of compute and foreign-function libraries, frame introspection,
+rewriting functions, code compiled under another file's or a frozen
+module's name, code objects made from bytes, signals to other processes,
+and the tables of judge.worker.refusals (the collector's lists, tracing
+hooks, new processes and sockets). The hook makes one checker before the
+file is imported; it holds what it reads in its closure, as the hook does.
+"""
+
+from __future__ import annotations
+
+import os
+
+from judge.worker import attribution
+from judge.worker.refusals import DENIED_IMPORTS, FRAME_ATTRS, REFUSED, TRACING, named_builtins
+
+
+def checker(submission: str, roots, known, blame, innermost_is_submission, reaches_file, real_bytecode,
+            tracers: frozenset, refuse):
+    """check(event, args, frame): refuse (through `refuse`) what the event
+    asks when the submission's code asks it; `frame` is the caller of
+    sys.audit. The readers (`blame`...) are the hook's (judge.worker.attribution)."""
+    # Bound now: a file can swap builtins, module names and os functions at any moment.
+    bytes, getattr, isinstance, str = named_builtins("bytes getattr isinstance str")
+    denied_imports, frame_attrs, refused_events, tracing_events = DENIED_IMPORTS, FRAME_ATTRS, REFUSED, TRACING
+    same_source, top_package = attribution.same_source, attribution.top_package
+    isabs, own_pid = os.path.isabs, os.getpid()
+
+    def judges_own(function) -> bool:
+        """A function of the worker's or the guard's own files (their
+        defaults bind what the courier and the protocol call; a named
+        tuple's constructor, made by the library for the file, is not)."""
+        code = getattr(function, "__code__", None)
+        filename = getattr(code, "co_filename", None)
+        return filename in known.judge_files or filename in known.passed_files
+
+    def check(event: str, args, frame) -> None:
+        if event == "import":
+            top = str(args[0]).partition(".")[0]
+            if top in denied_imports and blame(frame, True):
+                refuse(f"no compute or foreign-function library: import {args[0]}")
+        elif event == "object.__getattr__":
+            if args[1] in frame_attrs and innermost_is_submission(frame):
+                refuse(f"no frame introspection ({args[1]})")
+        elif event == "sys._getframe":
+            if innermost_is_submission(frame):
+                refuse("no frame introspection (sys._getframe)")
+        elif event == "object.__setattr__":
+            if (args[1] in ("__code__", "__globals__", "__closure__") or (
+                    args[1] in ("__defaults__", "__kwdefaults__") and judges_own(args[0]))) and blame(frame, True):
+                refuse(f"no rewriting of functions ({args[1]})")
+        elif event == "compile":
+            filename = args[1] if len(args) > 1 else None
+            if isinstance(filename, bytes):
+                filename = filename.decode(errors="replace")
+            # Under an absolute name, code claims to be a file's own:
+            # module-level code of a library counts as an import.
+            if isinstance(filename, str) and filename != submission and isabs(filename) \
+                    and blame(frame, True) and not same_source(filename, args[0]):
+                refuse(f"no code compiled under another file's name ({filename})")
+            # Python's own frozen modules are known by such names (code
+            # compiled as "<frozen triton/...>" passed for Triton's own).
+            if isinstance(filename, str) and filename.startswith("<frozen") and blame(frame, True):
+                refuse(f"no code compiled under a frozen module's name ({filename})")
+        elif event == "exec":
+            # A refused library's module run by importlib.import_module, which raises
+            # no import event of its own (mpmath had loaded that way for the file).
+            filename = getattr(args[0], "co_filename", None) if args else None
+            if isinstance(filename, str) and top_package(filename, roots) in denied_imports and blame(frame, True):
+                refuse(f"no compute or foreign-function library: {top_package(filename, roots)}")
+        elif event == "open":
+            pass
+        elif event == "marshal.loads":
+            if blame(frame, True) and not real_bytecode(frame):
+                refuse("no code objects made from bytes (marshal.loads)")
+        elif event == "os.kill":
+            if args[0] not in (own_pid, 0) and blame(frame):
+                refuse("no signals to other processes: os.kill")
+        else:
+            for prefix, what in refused_events:
+                if event.startswith(prefix):
+                    # The collector's lists and other threads' frames: no import excuses them
+                    # (a planted module had webbrowser's real import fetch gc's list).
+                    # Tracing hooks: from no one's code but the worker's tracer. A library
+                    # set the file's (threading's bootstrap for threading.setprofile, a
+                    # partial of sys.setprofile called by a library's real import), and
+                    # its calls handed over the gates' originals (judge.worker.gates).
+                    if prefix in tracing_events and frame.f_code not in tracers:
+                        refuse(f"{what}: {event}")
+                    # Nor does an import the file started excuse the rest.
+                    if blame(frame, True) or (prefix.startswith(("gc.", "sys._current")) and reaches_file(frame)):
+                        refuse(f"{what}: {event}")
+                    break
+
+    return check
