@@ -199,12 +199,27 @@ def input_plan(challenge, case) -> dict:
     }
 
 
+# The weights' mixer (splitmix64's finaliser, on signed 64-bit integers, as
+# torch and Triton both compute it): every bit of an index moves every bit of
+# its hash. A multiplicative hash read at bit 13 had depended on the index
+# modulo 2^14 alone: a matmul's weights then repeated every few rows, and a
+# file met both sums of a faked call with O(MN + NK) work (accepted, 100 points).
+WEIGHT_SEED = -7046029254386353131  # 0x9E3779B97F4A7C15 as a signed 64-bit integer
+WEIGHT_MUL_1 = -4658895280553007687  # 0xBF58476D1CE4E5B9
+WEIGHT_MUL_2 = -7723592293110705685  # 0x94D049BB133111EB
+WEIGHT_BIT = 29
+
+
 def check_weights(n: int, device) -> torch.Tensor:
     """±1 weights by element position, the same on both sides: a timed call's
     output is summed with them (as well as plainly), so an output that holds
     the right values in the wrong places (an in-place reverse that did
-    nothing, a stale permutation) still changes its check sum."""
+    nothing, a stale permutation) still changes its check sum, and so that
+    the weighted sum costs as much as the work itself (the weights have no
+    structure a shortcut could use: WEIGHT_SEED)."""
     import torch
-    index = torch.arange(n, device=device, dtype=torch.int64)
-    bits = ((index * 2654435761) >> 13) & 1
+    z = torch.arange(n, device=device, dtype=torch.int64) + WEIGHT_SEED
+    z = (z ^ (z >> 30)) * WEIGHT_MUL_1
+    z = (z ^ (z >> 27)) * WEIGHT_MUL_2
+    bits = ((z ^ (z >> 31)) >> WEIGHT_BIT) & 1
     return (1 - 2 * bits).to(torch.float64)

@@ -44,6 +44,36 @@ def test_a_permuted_output_changes_the_weighted_sum_only():
     assert plain == plain_r and weighted != weighted_r
 
 
+def _periodic_shortcut(a, b, weights):
+    """A matmul's weighted sum, worked out as if its weights repeated every
+    few rows (O(MN + NK), not O(MNK)): what a file met every faked timed
+    call's sums with when the weights were bit 13 of index × 2654435761."""
+    rows, inner = a.shape[0], b.shape[1]
+    period = max(1, (1 << 14) // inner)
+    w = weights.reshape(rows, inner)[:period]
+    classes = torch.stack([a[r::period].sum(0) for r in range(min(period, rows))])
+    return float((classes * (w[: len(classes)] @ b.T)).sum())
+
+
+def test_the_weights_have_no_period_a_shortcut_could_use():
+    """Two positions any power of two apart (or any small distance) agree
+    on their weight about half the time; and the matmul shortcut that had
+    worked with the old weights misses the weighted sum by far."""
+    w = cases.check_weights(1 << 17, "cpu")
+    for gap in [1, 2, 3, 5, 7, *(1 << k for k in range(2, 17))]:
+        agree = float((w[:-gap] == w[gap:]).double().mean())
+        assert 0.48 < agree < 0.52, (gap, agree)
+    gen = torch.Generator().manual_seed(7)
+    a, b = torch.randn(16, 32, generator=gen, dtype=torch.float64), torch.randn(32, 4096, generator=gen,
+                                                                                  dtype=torch.float64)
+    c = a @ b
+    old = (1 - 2 * (((torch.arange(c.numel()) * 2654435761) >> 13) & 1)).to(torch.float64)
+    assert _periodic_shortcut(a, b, old) == pytest.approx(float((c.reshape(-1) * old).sum()), rel=1e-9)
+    weights = cases.check_weights(c.numel(), "cpu")
+    truth = float((c.reshape(-1) * weights).sum())
+    assert abs(_periodic_shortcut(a, b, weights) - truth) > 0.1 * float(c.abs().sum()) / c.numel() ** 0.5
+
+
 def test_a_nan_left_in_an_output_shows_in_both_sums():
     x = torch.ones(9000, device=DEVICE)
     x[4321] = float("nan")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 from judge.errors import UsageError
 from judge import timed
 from judge.casework import Run as _Run
@@ -111,6 +112,43 @@ def test_a_fake_output_with_the_right_plain_sum_is_caught_by_the_weighted_one(mo
     assert timed.stale_calls(run, plan, base, copies) == [0, 1, 2]
     honest = [_sums(run, plan, base, r, lambda made: made[name].t().contiguous()) for r in range(3)]
     assert timed.stale_calls(run, plan, base, honest) == []
+
+def test_an_honest_output_off_by_its_whole_tolerance_still_passes_both_sums():
+    """The weighted sum's bound is its honest error's spread (judge.timed
+    .WEIGHTED_SPREAD), not the worst case: an output off by nearly its whole
+    elementwise tolerance everywhere, in random directions, still passes
+    (its plain sum kept: matmul's cheap checksum is tighter, as a bias that
+    size is no rounding); the plain sum alone in one element does not."""
+    from pathlib import Path
+
+    from judge import cases
+    from judge.challenge import load
+    from judge.grader import GradeOptions
+
+    run = _Run(load("matrix_multiplication"), Path("unused.py"), "cpu",
+               GradeOptions(challenge="matrix_multiplication", device="cpu", seed=5, policy="leetgpu"))
+    atol, rtol = run.policy.allclose
+    plan = cases.input_plan(run.challenge, run.challenge.case("primes_medium"))
+    base = 4321
+    signs = torch.Generator().manual_seed(11)
+
+    def off_by():
+        def output(made):
+            c = (made["a"].double() @ made["b"].double())
+            step = 0.98 * (atol + rtol * c.abs()) * (torch.randint(0, 2, c.shape, generator=signs) * 2 - 1)
+            return (c + step - step.mean()).float()
+        return output
+
+    checks = [_sums(run, plan, base, r, off_by()) for r in range(16)]
+    assert timed.stale_calls(run, plan, base, checks) == []
+
+    def plain_only(made):
+        c = (made["a"] @ made["b"]).zero_()
+        c.view(-1)[0] = float(made["a"].double().sum(0) @ made["b"].double().sum(1))
+        return c
+    checks = [_sums(run, plan, base, r, plain_only) for r in range(16)]
+    assert timed.stale_calls(run, plan, base, checks) == list(range(16))
+
 
 def _report(reps: int, sets: int = 3) -> dict:
     """A timing report's shape as the worker's timer writes it."""
