@@ -166,6 +166,9 @@ class WorkerProcess:
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
         env.update(triton_key.worker_env(self.device))
+        if self.device == "cuda":
+            from . import warm_cache
+            env[warm_cache.NATIVE_SEED_ENV] = warm_cache.native_hashes()
         return env
 
     def _worker_command(self, fd: int) -> list[str]:

@@ -31,6 +31,10 @@ from . import triton_key
 from .cachedir import cache_dir
 
 _SOURCES = ("worker/warmup.py", "worker/warmup_kernels.py", "check_sums.py")
+# The worker trusts the seed's shared objects by these hashes
+# (judge.worker.native_code reads the same variable).
+NATIVE_SEED_ENV = "JUDGE_NATIVE_SEED"
+_hashes: dict[Path, str] = {}
 _build_lock = threading.Lock()
 _building: subprocess.Popen | None = None
 
@@ -54,6 +58,19 @@ def fill(cache: Path) -> bool:
         return True
     start_build(seed)
     return False
+
+
+def native_hashes() -> str:
+    """sha256 of every shared object in the seed (Triton's C helpers and the
+    warm-up's launchers), comma-separated: what a worker may load from its
+    copy of the seed (judge.worker.native_code). Empty without a seed."""
+    seed = seed_path()
+    if seed not in _hashes:
+        if not seed.is_dir():
+            return ""
+        _hashes[seed] = ",".join(sorted(hashlib.sha256(f.read_bytes()).hexdigest()
+                                        for f in seed.rglob("*.so") if f.is_file()))
+    return _hashes[seed]
 
 
 def start_build(seed: Path) -> None:

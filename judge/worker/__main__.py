@@ -92,8 +92,9 @@ def main(argv: list[str] | None = None) -> None:
     imported = time.monotonic()
     if ns.device == "cuda":
         cuda_early.wait()  # made before anything else runs: no thread of the judge's outlives the start
-    from judge.worker import tritonkey, warmup
+    from judge.worker import native_code, tritonkey, warmup
     tritonkey.install()  # the judge's hash of Triton's files: not computed again here
+    native_code.install()  # Triton's C builds checked and loaded from sealed memfds, from the warm-up on
     warmup.warm(ns.device)  # before any request: nothing of a submission has run
     from judge.worker import arming
     arming.import_own_modules()  # sealed on the load, before the file runs

@@ -17,7 +17,7 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.la
                  "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.audit_events",
-                 "judge.worker.autotune",
+                 "judge.worker.native_code", "judge.worker.autotune",
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals",
                  "judge.worker.module_guard", "judge.worker.copy_extent", "judge.worker.builder_data",
                  "judge.worker.argument_types", "judge.worker.frozen_class", "judge.worker.seal",

@@ -212,8 +212,21 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         raise RuleViolation(message)
 
     seal_add, seal_verify = seal_record.recorder(record)  # the seal's record (judge.worker.seal)
+    # Native code (judge.worker.native_code): the hashes of shared objects trusted, and where others may load from.
+    from judge.worker import native_code
+    native_trusted = native_code.take_early()
+    native_roots = native_code.roots()
+    sealed_digest, allowed_path = native_code.sealed_digest, native_code.allowed_path
+    build_code, build_k = native_code.compile_module.__code__, native_code.BUILD_K
+
+    def native_ok(path: str) -> bool:
+        """May the extension module at `path` load? (judge.worker.native_code)"""
+        if path.startswith("/proc/self/fd/"):
+            return sealed_digest(path) in native_trusted
+        return allowed_path(path, *native_roots)
+
     check_event = audit_events.checker(submission, roots, known, blame, innermost_is_submission, reaches_file,
-                                       real_bytecode, tracers, refuse)
+                                       real_bytecode, tracers, refuse, native_ok)
 
     def verify(box: list) -> None:
         seal_verify()
@@ -251,6 +264,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             if event == "tritonjudge.launches":  # read by anyone: no secret
                 list.append(box, launch_count[0])
                 return
+            if event == "tritonjudge.native_known":  # read by anyone: no secret
+                if box is not None and args and type(args[0]) is str:
+                    list.append(box, args[0] in native_trusted)
+                return
             busy.add(me)
             try:
                 caller = getframe(2)  # the caller of sys.audit (_hook, hook)
@@ -276,6 +293,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 elif event == "tritonjudge.launch" and asker is count_code and caller.f_back is not None \
                         and caller.f_back.f_code in trusted:
                     launch_count[0] += 1  # from a launch wrapper, once Triton's launch returned
+                    return
+                elif event == "tritonjudge.native_trust" and asker is build_code \
+                        and caller.f_locals.get("_k") is build_k and args and type(args[0]) is str:
+                    native_trusted.add(args[0])  # bytes compile_module built, with its own helpers
                     return
                 elif event == "tritonjudge.verify" and asker in own_requests:
                     verify(box)

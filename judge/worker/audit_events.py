@@ -16,16 +16,28 @@ import os
 from judge.worker import attribution
 from judge.worker.refusals import DENIED_IMPORTS, FRAME_ATTRS, REFUSED, TRACING, named_builtins
 
+# Environment variables that choose what native code a program loads or a
+# compiler builds (Triton's compiles run ptxas and the C compiler with the
+# worker's environment): LD_PRELOAD had put a file's code in them.
+_STEERING = frozenset({"CC", "CXX", "GCC_EXEC_PREFIX", "PYTHONHOME", "PYTHONSTARTUP", "TRITON_HOME",
+                       "TRITON_CACHE_DIR"})
+
+
+def steers_native_code(name: str) -> bool:
+    upper = name.upper()
+    return upper.startswith("LD_") or upper.endswith("PATH") or upper in _STEERING
+
 
 def checker(submission: str, roots, known, blame, innermost_is_submission, reaches_file, real_bytecode,
-            tracers: frozenset, refuse):
+            tracers: frozenset, refuse, native_ok):
     """check(event, args, frame): refuse (through `refuse`) what the event
     asks when the submission's code asks it; `frame` is the caller of
-    sys.audit. The readers (`blame`...) are the hook's (judge.worker.attribution)."""
+    sys.audit. The readers (`blame`...) are the hook's (judge.worker.attribution);
+    `native_ok(path)`: may the extension module there load (judge.worker.native_code)."""
     # Bound now: a file can swap builtins, module names and os functions at any moment.
     bytes, getattr, isinstance, str = named_builtins("bytes getattr isinstance str")
     denied_imports, frame_attrs, refused_events, tracing_events = DENIED_IMPORTS, FRAME_ATTRS, REFUSED, TRACING
-    same_source, top_package = attribution.same_source, attribution.top_package
+    same_source, top_package, steers = attribution.same_source, attribution.top_package, steers_native_code
     isabs, own_pid = os.path.isabs, os.getpid()
 
     def judges_own(function) -> bool:
@@ -38,6 +50,10 @@ def checker(submission: str, roots, known, blame, innermost_is_submission, reach
 
     def check(event: str, args, frame) -> None:
         if event == "import":
+            # An extension module names its file (_imp.create_dynamic): whoever
+            # asks, native code loads from the install or the judge's builds only.
+            if len(args) > 1 and isinstance(args[1], str) and not native_ok(args[1]):
+                refuse(f"no native code but the installed libraries' and Triton's own (loading {args[1]})")
             top = str(args[0]).partition(".")[0]
             if top in denied_imports and blame(frame, True):
                 refuse(f"no compute or foreign-function library: import {args[0]}")
@@ -70,6 +86,10 @@ def checker(submission: str, roots, known, blame, innermost_is_submission, reach
             filename = getattr(args[0], "co_filename", None) if args else None
             if isinstance(filename, str) and top_package(filename, roots) in denied_imports and blame(frame, True):
                 refuse(f"no compute or foreign-function library: {top_package(filename, roots)}")
+        elif event in ("os.putenv", "os.unsetenv"):
+            name = args[0].decode(errors="replace") if isinstance(args[0], bytes) else str(args[0])
+            if steers(name) and blame(frame, True):
+                refuse(f"no changing the environment programs start with ({name})")
         elif event == "open":
             pass
         elif event == "marshal.loads":

@@ -217,11 +217,18 @@ def jit_fusers_off() -> None:
     import torch
     for name in JIT_FUSER_SWITCHES:
         switch = getattr(torch._C, name, None)
-        if switch is not None and name != "_jit_set_fusion_strategy":  # a strategy, not an on/off switch
-            try:
-                switch(False)
-            except (RuntimeError, TypeError):  # a build without that fuser
-                pass
+        if switch is None or name == "_jit_set_fusion_strategy":  # a strategy, not an on/off switch
+            continue
+        if name == "_jit_set_nvfuser_enabled" and _torch_release(torch) >= (2, 2):
+            continue  # no nvfuser in TorchScript since 2.2: the call only prints a deprecation to the file's stderr
+        try:
+            switch(False)
+        except (RuntimeError, TypeError):  # a build without that fuser
+            pass
+
+
+def _torch_release(torch) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else 0 for part in torch.__version__.split(".")[:2])
 
 
 def _gate_builders(stand_ins: dict[int, object]) -> list[tuple[object, str]]:
