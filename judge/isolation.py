@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import clock, cuda_ipc, protocol, reaper, scratch, triton_key
+from .disk_watch import DiskWatch
 from .hardening import protect_judge
 from .worker_exit import CappedStream, describe_exit
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
@@ -58,6 +59,8 @@ class Limits(BaseModel):
     host_memory_bytes: int = Field(16 << 30, gt=0, description="host memory of a worker")
     gpu_memory_fraction: float = Field(0.5, gt=0, le=1, description="of the GPU, for a CUDA worker")
     output_cap_bytes: int = Field(64 << 10, gt=0, description="stdout and stderr kept, each")
+    disk_bytes: int = Field(2 << 30, gt=0, description="on disk, under a worker's scratch folder and its "
+                            "grading's Triton cache together (judge.disk_watch); also each file's limit")
 
 
 # Every worker is started from this one long-lived thread: bwrap's
@@ -147,6 +150,7 @@ class WorkerProcess:
         self.stderr: CappedStream | None = None
         self.can_share = True  # until CUDA IPC fails once with this worker (judge.cuda_ipc)
         self._ahead: tuple[dict, float] | None = None  # a request sent ahead (send_ahead) and when
+        self.disk: DiskWatch | None = None  # its folders' size, once started (judge.disk_watch)
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -173,7 +177,7 @@ class WorkerProcess:
 
     def _worker_command(self, fd: int) -> list[str]:
         return [sys.executable, "-m", "judge.worker", "--fd", str(fd),
-                "--memory-limit", str(self.limits.host_memory_bytes),
+                "--memory-limit", str(self.limits.host_memory_bytes), "--file-limit", str(self.limits.disk_bytes),
                 "--memory-rlimit", "AS" if self.device == "cpu" else "DATA", "--device", self.device,
                 *(["--user", str(self.user)] if self.user is not None else [])]
 
@@ -223,6 +227,7 @@ class WorkerProcess:
         self.sock = parent_sock
         self.stdout, self.stderr = (CappedStream(_reader(judge_end), self.limits.output_cap_bytes)
                                     for judge_end, _ in streams)
+        self.disk = DiskWatch([self.scratch, self.triton_cache], self.limits.disk_bytes, self.kill).start()
 
     def kill(self) -> None:
         if self.proc is None:
@@ -253,6 +258,8 @@ class WorkerProcess:
         """Kill the worker and its process group, and remove its scratch
         folder. No polite exit first: its state is disposable, and a CUDA
         process's own teardown takes seconds."""
+        if self.disk is not None:
+            self.disk.stop()
         self.kill()
         if self.sock is not None:
             self.sock.close()
@@ -339,6 +346,9 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
                 code = self.proc.returncode
+            if self.disk is not None and self.disk.exceeded:
+                raise WorkerDied(f"the worker's folders held {self.disk.exceeded}, past the judge's limit of "
+                                 f"{self.limits.disk_bytes / 2**30:.1f} GiB on disk: it was killed", code) from None
             raise WorkerDied(describe_exit(code, wrapped=self.sandbox.tool is not None), code) from None
         except WorkerTimeout:
             self.kill()

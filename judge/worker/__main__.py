@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--memory-limit", type=int, default=0, help="bytes of host memory")
     parser.add_argument("--memory-rlimit", choices=["AS", "DATA"], default="AS")
+    parser.add_argument("--file-limit", type=int, default=0, help="bytes of any one file written (RLIMIT_FSIZE)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="warm this device up first")
     parser.add_argument("--jail", help="JSON: build a read-only file system first (judge.worker.jail)")
     parser.add_argument("--user", type=int, help="switch to this user once the jail is built "
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> None:
         which = getattr(resource, f"RLIMIT_{ns.memory_rlimit}")
         resource.setrlimit(which, (ns.memory_limit, ns.memory_limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if ns.file_limit:  # a write past it fails (EFBIG: Python ignores SIGXFSZ); the judge watches the sum
+        resource.setrlimit(resource.RLIMIT_FSIZE, (ns.file_limit, ns.file_limit))
     from judge.worker import kernel_output
     kernel_output.install()  # before CUDA starts: the driver's printf goes where the file cannot redirect it
     # Every submission needs these: importing them now, before the first
