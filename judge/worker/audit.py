@@ -225,8 +225,13 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             return sealed_digest(path) in native_trusted
         return allowed_path(path, *native_roots)
 
+    program_allowed = native_code.program_allowed
+
+    def program_ok(program) -> bool:
+        return program_allowed(program, *native_roots)
+
     check_event = audit_events.checker(submission, roots, known, blame, innermost_is_submission, reaches_file,
-                                       real_bytecode, tracers, refuse, native_ok)
+                                       real_bytecode, tracers, refuse, native_ok, program_ok)
 
     def verify(box: list) -> None:
         seal_verify()

@@ -29,11 +29,12 @@ def steers_native_code(name: str) -> bool:
 
 
 def checker(submission: str, roots, known, blame, innermost_is_submission, reaches_file, real_bytecode,
-            tracers: frozenset, refuse, native_ok):
+            tracers: frozenset, refuse, native_ok, program_ok):
     """check(event, args, frame): refuse (through `refuse`) what the event
     asks when the submission's code asks it; `frame` is the caller of
     sys.audit. The readers (`blame`...) are the hook's (judge.worker.attribution);
-    `native_ok(path)`: may the extension module there load (judge.worker.native_code)."""
+    `native_ok(path)`: may the extension module there load; `program_ok(path)`:
+    may a process start that program (judge.worker.native_code)."""
     # Bound now: a file can swap builtins, module names and os functions at any moment.
     bytes, getattr, isinstance, str = named_builtins("bytes getattr isinstance str")
     denied_imports, frame_attrs, refused_events, tracing_events = DENIED_IMPORTS, FRAME_ATTRS, REFUSED, TRACING
@@ -99,6 +100,16 @@ def checker(submission: str, roots, known, blame, innermost_is_submission, reach
             if args[0] not in (own_pid, 0) and blame(frame):
                 refuse("no signals to other processes: os.kill")
         else:
+            if event in ("subprocess.Popen", "os.posix_spawn", "os.posix_spawnp", "os.exec"):
+                # Whoever starts it (a trusted launch runs ptxas from the path Triton's
+                # knobs give): no program the worker could have written.
+                program = args[0] if args else None
+                if program is None and event == "subprocess.Popen" and len(args) > 1:
+                    given = args[1]
+                    program = given if isinstance(given, (str, bytes)) else (
+                        given[0] if isinstance(given, (list, tuple)) and given else None)
+                if not program_ok(program):
+                    refuse(f"no programs of its own (starting {program})")
             for prefix, what in refused_events:
                 if event.startswith(prefix):
                     # The collector's lists and other threads' frames: no import excuses them

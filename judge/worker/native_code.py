@@ -92,6 +92,21 @@ def allowed_path(path: str, installed, writable, _realpath=os.path.realpath) -> 
     return not under(real, ("/tmp",)) or under(real, [r for r in installed if under(r, ("/tmp",))])
 
 
+def program_allowed(program, installed, writable, _realpath=os.path.realpath) -> bool:
+    """A program a process may start (whoever starts it: Triton runs ptxas
+    and the C compiler from paths its knobs give): anything but a file below
+    a folder the worker may write, or a descriptor. A bare name is looked up
+    on PATH, which the file may not change (judge.worker.audit_events)."""
+    if isinstance(program, bytes):
+        program = program.decode(errors="replace")
+    if not isinstance(program, str) or "/" not in program:
+        return True
+    real = _realpath(program)
+    if under(real, writable):
+        return False
+    return not under(real, ("/tmp",)) or under(real, [r for r in installed if under(r, ("/tmp",))])
+
+
 def sealed_digest(path: str, _open=os.open, _close=os.close, _fcntl=fcntl.fcntl, _fstat=os.fstat, _pread=os.pread,
                   _sha256=hashlib.sha256) -> str | None:
     """sha256 of the file at `path` when its bytes can no longer change (a
