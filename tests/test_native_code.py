@@ -78,6 +78,11 @@ def test_extension_modules_load_from_the_install_only(tmp_path, monkeypatch):
     assert not native_code.allowed_path("/proc/self/fd/3", installed, writable)
     assert not native_code.allowed_path("/dev/shm/planted.so", installed, writable)
     assert not native_code.allowed_path("/tmp/planted.so", installed, writable)
+    link = tmp_path / "looks_installed.so"  # a link in the worker's folder: it may point elsewhere by the load
+    link.symlink_to(_json.__file__ if getattr(_json, "__file__", None) else "/usr/lib/missing.so")
+    assert not native_code.allowed_path(str(link), installed, writable)
+    assert not native_code.program_allowed(str(tmp_path / "fake_ptxas"), installed, writable)
+    assert native_code.program_allowed("gcc", installed, writable)
     import torch
     assert native_code.allowed_path(torch._C.__file__, installed, writable)  # wherever the install lies, /tmp too
 

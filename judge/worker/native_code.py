@@ -74,22 +74,29 @@ def roots(cwd: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
             installed.add(os.path.dirname(os.path.dirname(module.__file__)))
-    real = lambda paths: {os.path.realpath(p) for p in paths if p}  # noqa: E731
-    writable = real(writable)
-    return tuple(sorted(r for r in real(installed) if not under(r, writable) and r != "/tmp")), tuple(sorted(writable))
+    # Each as given and as resolved: a path is checked both ways (allowed_path).
+    both = lambda paths: {q for p in paths if p for q in (os.path.abspath(p), os.path.realpath(p))}  # noqa: E731
+    writable = both(writable)
+    return tuple(sorted(r for r in both(installed) if not under(r, writable) and r != "/tmp")), tuple(sorted(writable))
 
 
 def under(path: str, folders) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def allowed_path(path: str, installed, writable, _realpath=os.path.realpath) -> bool:
-    """An extension module's file: under an install root, under no folder
-    the worker may write, and below /tmp only inside an install there."""
-    real = _realpath(path)
-    if not under(real, installed) or under(real, writable):
+def _outside_writable(path: str, installed, writable) -> bool:
+    if under(path, writable):
         return False
-    return not under(real, ("/tmp",)) or under(real, [r for r in installed if under(r, ("/tmp",))])
+    return not under(path, ("/tmp",)) or under(path, [r for r in installed if under(r, ("/tmp",))])
+
+
+def allowed_path(path: str, installed, writable, _realpath=os.path.realpath, _abspath=os.path.abspath) -> bool:
+    """An extension module's file: under an install root, under no folder
+    the worker may write, and below /tmp only inside an install there; so
+    both as named and as resolved (a link in the scratch folder that points
+    into the install when checked may point elsewhere when loaded)."""
+    return all(under(p, installed) and _outside_writable(p, installed, writable)
+               for p in (_abspath(path), _realpath(path)))
 
 
 def program_allowed(program, installed, writable, _realpath=os.path.realpath) -> bool:
@@ -101,10 +108,7 @@ def program_allowed(program, installed, writable, _realpath=os.path.realpath) ->
         program = program.decode(errors="replace")
     if not isinstance(program, str) or "/" not in program:
         return True
-    real = _realpath(program)
-    if under(real, writable):
-        return False
-    return not under(real, ("/tmp",)) or under(real, [r for r in installed if under(r, ("/tmp",))])
+    return all(_outside_writable(p, installed, writable) for p in (os.path.abspath(program), _realpath(program)))
 
 
 def sealed_digest(path: str, _open=os.open, _close=os.close, _fcntl=fcntl.fcntl, _fstat=os.fstat, _pread=os.pread,
