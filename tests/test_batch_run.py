@@ -317,7 +317,9 @@ def test_an_interrupted_batch_ends_cleanly(tmp_path, how):
     folder.mkdir()
     scratch.mkdir()
     shutil.copyfile(RELU / "torch_relu.py", folder / "a_quick.py")
-    shutil.copyfile(RELU / "correct_block1024.py", folder / "b_slow.py")
+    # Slow for sure: with a lane each, a correct file alone had finished as the quick one's result came out,
+    # and the batch ended on its own before the signal (exit 0).
+    (folder / "b_slow.py").write_text("import time\ntime.sleep(60)\n" + (RELU / "correct_block1024.py").read_text())
     proc = subprocess.Popen(batch_cmd(folder, out, *QUICK), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "TMPDIR": str(scratch)}, start_new_session=True)
     first = json.loads(proc.stdout.readline())  # one result recorded, the next file under way
