@@ -317,11 +317,12 @@ def test_an_interrupted_batch_ends_cleanly(tmp_path, how):
     folder.mkdir()
     scratch.mkdir()
     shutil.copyfile(RELU / "torch_relu.py", folder / "a_quick.py")
-    # Slow for sure: with a lane each, a correct file alone had finished as the quick one's result came out,
-    # and the batch ended on its own before the signal (exit 0).
     (folder / "b_slow.py").write_text("import time\ntime.sleep(60)\n" + (RELU / "correct_block1024.py").read_text())
+    # SIGINT as a terminal leaves it: a test run started in the background (`cmd &`) ignores SIGINT, and the
+    # batch inherited that, graded on and exited 0.
     proc = subprocess.Popen(batch_cmd(folder, out, *QUICK), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "TMPDIR": str(scratch)}, start_new_session=True)
+                            text=True, env={**os.environ, "TMPDIR": str(scratch)}, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = json.loads(proc.stdout.readline())  # one result recorded, the next file under way
     if how == "sigterm":
         os.kill(proc.pid, signal.SIGTERM)
