@@ -19,9 +19,15 @@ class _Strict(BaseModel):
 
 
 class Uniform(_Strict):
+    """Uniform in [low, high). With `max_condition`, a draw whose values cancel
+    so far that Σ|x| > max_condition·|Σx| is drawn again (the generator runs
+    on): a sum that lands near zero is judged by a relative tolerance that an
+    honest float32 kernel, summing in another order, cannot meet."""
+
     kind: Literal["uniform"]
     low: float
     high: float
+    max_condition: float | None = Field(None, gt=1)
     random: ClassVar[bool] = True
 
     @model_validator(mode="after")
@@ -31,7 +37,8 @@ class Uniform(_Strict):
         return self
 
     def describe(self) -> str:
-        return f"uniform({self.low:g}, {self.high:g})"
+        kept = f", Σ|x| ≤ {self.max_condition:g}·|Σx|" if self.max_condition else ""
+        return f"uniform({self.low:g}, {self.high:g}{kept})"
 
 
 class Normal(_Strict):
