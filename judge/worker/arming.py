@@ -17,7 +17,7 @@ JUDGE_MODULES = ("judge.worker.server", "judge.worker.courier", "judge.worker.la
                  "judge.timing", "judge.cases", "judge.distributions", "judge.check_sums", "judge.cuda_ipc",
                  "judge.protocol")
 GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit", "judge.worker.audit_events",
-                 "judge.worker.native_code", "judge.worker.autotune",
+                 "judge.worker.native_code", "judge.worker.launcher_source", "judge.worker.autotune",
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals",
                  "judge.worker.module_guard", "judge.worker.copy_extent", "judge.worker.builder_data",
                  "judge.worker.argument_types", "judge.worker.frozen_class", "judge.worker.seal",
@@ -156,6 +156,8 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
         pairs.append((sys.modules["judge.worker.builtin_names"], "_GENUINE"))
     pairs += [(cases, name) for name, value in vars(cases).items() if isinstance(value, type(sys))]
     pairs += transport()
+    from judge.worker import launcher_source
+    pairs += launcher_source.seal_pairs()  # what Triton's launcher generator reads (rejected on the CPU too)
     # torch.Tensor's own namespace whole: the worker reads its tensors back
     # after solve through it (a property of the file's as torch.Tensor.cpu ran
     # torch.add with no frame of the file's there: accepted).

@@ -212,24 +212,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         raise RuleViolation(message)
 
     seal_add, seal_verify = seal_record.recorder(record)  # the seal's record (judge.worker.seal)
-    # Native code (judge.worker.native_code): the hashes of shared objects trusted, and where others may load from.
+    # Native code: what may load, which programs start, Triton's builds (judge.worker.native_code).
     from judge.worker import native_code
-    native_trusted = native_code.take_early()
-    native_roots = native_code.roots()
-    sealed_digest, allowed_path = native_code.sealed_digest, native_code.allowed_path
-    build_code, build_k = native_code.compile_module.__code__, native_code.BUILD_K
-
-    def native_ok(path: str) -> bool:
-        """May the extension module at `path` load? (judge.worker.native_code)"""
-        if path.startswith("/proc/self/fd/"):
-            return sealed_digest(path) in native_trusted
-        return allowed_path(path, *native_roots)
-
-    program_allowed = native_code.program_allowed
-
-    def program_ok(program) -> bool:
-        return program_allowed(program, *native_roots)
-
+    native_ok, program_ok, native_open, native_build = native_code.hook_side(refuse)
     check_event = audit_events.checker(submission, roots, known, blame, innermost_is_submission, reaches_file,
                                        real_bytecode, tracers, refuse, native_ok, program_ok)
 
@@ -269,9 +254,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             if event == "tritonjudge.launches":  # read by anyone: no secret
                 list.append(box, launch_count[0])
                 return
-            if event == "tritonjudge.native_known":  # read by anyone: no secret
-                if box is not None and args and type(args[0]) is str:
-                    list.append(box, args[0] in native_trusted)
+            if event in ("tritonjudge.native_known", "tritonjudge.launcher_source"):  # anyone: no secret
+                native_open(event, args, box)  # not busy: a launcher's text is written there
                 return
             busy.add(me)
             try:
@@ -299,9 +283,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                         and caller.f_back.f_code in trusted:
                     launch_count[0] += 1  # from a launch wrapper, once Triton's launch returned
                     return
-                elif event == "tritonjudge.native_trust" and asker is build_code \
-                        and caller.f_locals.get("_k") is build_k and args and type(args[0]) is str:
-                    native_trusted.add(args[0])  # bytes compile_module built, with its own helpers
+                elif event in ("tritonjudge.native_source", "tritonjudge.native_trust"):
+                    native_build(event, args, caller)  # from compile_module only
                     return
                 elif event == "tritonjudge.verify" and asker in own_requests:
                     verify(box)

@@ -20,9 +20,9 @@ grading's Triton cache, which a second worker then loaded. So:
   sealed memfd, whose bytes cannot change between the check and the load;
 - the file cannot make memfds itself (os.memfd_create stands in).
 
-What stays trusted: the launcher's C source, which Triton's driver writes
-from the kernel's signature (a file that patched the driver's functions for
-a moment would have its text compiled; docs/trust.md).
+- the C source built is one the hook's copy of Triton's generator wrote, or
+  the driver's own helpers as installed (judge.worker.launcher_source): a
+  probe's file had written a statement into the driver's tables.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import sysconfig
 import tempfile
 import types
 
-from judge.worker import audit
+from judge.worker import audit, launcher_source
 from judge.worker.refusals import RULE
 
 SEED_ENV = "JUDGE_NATIVE_SEED"  # comma-separated sha256 of the seed's shared objects (judge.warm_cache)
@@ -229,6 +229,7 @@ def compile_module(src: str, name: str, library_dirs=None, include_dirs=None, li
     _k = _k or BUILD_K
     (start, build, load, sha256, allowed, realpath, opener, refuse, raise_event, early, to_dict, to_list,
      any_of) = _k
+    raise_event("tritonjudge.native_source")  # the hook reads `src` here: a text Triton's generator wrote
     folders = [*(library_dirs or ()), *(include_dirs or ())]
     if ccflags or any_of(not (realpath(d) in start["given"] or allowed(d, start["installed"], start["writable"]))
                          for d in folders) or any_of("/" in lib for lib in (libraries or ())):
@@ -276,9 +277,63 @@ def _no_memfd(*args, _refuse=_refuse, **kwargs):
     _refuse("no memory-backed files (os.memfd_create): native code is the installed libraries' only")
 
 
+def hook_side(refuse):
+    """The audit hook's part (judge.worker.audit), made before the file is
+    imported, everything it uses bound now: (native_ok, program_ok, open_request,
+    build_request).
+
+    native_ok(path): may the extension module there load (from the install,
+    or a sealed memfd of trusted bytes); program_ok(program): may a process
+    start it. open_request(event, args, box) answers anyone, outside the
+    hook's busy mark: which bytes are trusted (tritonjudge.native_known), and
+    the launcher text for a signature (tritonjudge.launcher_source:
+    judge.worker.launcher_source). build_request(event, caller) obeys
+    compile_module only: a build on a text the hook did not write is refused
+    (tritonjudge.native_source), bytes built are trusted (tritonjudge.native_trust)."""
+    trusted = take_early()
+    installed, writable = roots()
+    write, written = launcher_source.hook_side()
+    build_code, build_k = compile_module.__code__, BUILD_K
+    sealed, allowed, program = sealed_digest, allowed_path, program_allowed
+    type_, len_, str_, append, add = type, len, str, list.append, set.add
+
+    def native_ok(path: str) -> bool:
+        if path.startswith("/proc/self/fd/"):
+            return sealed(path) in trusted
+        return allowed(path, installed, writable)
+
+    def program_ok(name) -> bool:
+        return program(name, installed, writable)
+
+    def open_request(event: str, args, box) -> None:
+        if box is None:
+            return
+        if event == "tritonjudge.native_known" and args and type_(args[0]) is str_:
+            append(box, args[0] in trusted)
+        elif event == "tritonjudge.launcher_source" and len_(args) == 3:
+            text = write(args[0], args[1])
+            if text is not None:
+                append(box, text)
+
+    def build_request(event: str, args, caller) -> None:
+        if caller.f_code is not build_code:
+            return
+        here = caller.f_locals
+        if event == "tritonjudge.native_source" and not written(here.get("src")):
+            refuse("no native code of its own (a C source for Triton's build that Triton's generator, as "
+                   "installed, did not write)")
+        elif event == "tritonjudge.native_trust" and here.get("_k") is build_k and args \
+                and type_(args[0]) is str_ and written(here.get("src")):
+            add(trusted, args[0])  # bytes compile_module built from such a text, with its own helpers
+
+    return native_ok, program_ok, open_request, build_request
+
+
 def install() -> None:
     """Put compile_module in Triton's place, and the memfd stand-in in os's;
-    at the worker's start, before its warm-up builds anything."""
+    at the worker's start, before its warm-up builds anything. Triton's
+    launcher generator too (judge.worker.launcher_source)."""
+    launcher_source.install()
     import triton.runtime.build as build
     original = build.compile_module_from_src
     for module in list(sys.modules.values()):

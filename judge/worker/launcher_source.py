@@ -1,0 +1,182 @@
+"""The C source of Triton's launchers: only what Triton's generator, as
+installed, writes (untrusted side, but the hook's: judge.worker.native_code).
+
+Triton writes each kernel's C launcher from the kernel's signature
+(`make_launcher` in triton.backends.nvidia.driver), with type names and pack
+functions looked up in the driver's tables, then has it built and loaded. A
+file could write C into those tables (a probe's wrote a cuMemcpyDtoD into
+FLOAT_PACK_FUNCTION: its launcher did the copy its kernel did not), replace
+the generator, or hand its own text to the build. So:
+
+- at the worker's start (`install`), before any file, the driver's tables
+  become read-only views and `make_launcher` this module's `source`, which
+  asks the hook for the text;
+- the hook (`hook_side`, made before the file is imported and held only in
+  its closure) writes that text with a copy of the installed generator over
+  a private copy of the driver's globals, tables and builtins, from a plain
+  copy of the signature (no object of the file's runs there), and
+  remembers the text's digest;
+- the build (native_code.compile_module) runs only on a text the hook wrote,
+  or on the driver's own C helpers as installed.
+
+The names the generator reads are sealed too, so that a file that replaced
+one is rejected on the CPU, where no launcher is built, as on a GPU.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+import sys
+import types
+
+_TABLES = ("FLOAT_STORAGE_TYPE", "FLOAT_PACK_FUNCTION", "TMA_DTYPE_DEVICE_TO_HOST")
+# Set by Triton itself after the start (CudaUtils), never read by the generator.
+_WRITTEN_LATER = frozenset({"PyCUtensorMap"})
+NOT_PLAIN = object()
+
+
+def _driver():
+    try:
+        from triton.backends.nvidia import driver
+    except Exception:  # noqa: BLE001 - no NVIDIA backend: no launcher is ever built
+        return None
+    return driver if callable(getattr(driver, "make_launcher", None)) else None
+
+
+def plainer():
+    """plain(value): an exact-typed copy of `value` (str, int, float, bool,
+    None, bytes, and tuples, lists and dicts of them), or NOT_PLAIN: what the
+    hook's generator is given, so that no method of the file's runs in it.
+    Everything it calls is bound here, before any file: it runs in the hook."""
+    type_, tuple_, list_, dict_, items, append = type, tuple, list, dict, dict.items, list.append
+    not_plain = NOT_PLAIN
+
+    def plain(value, depth: int = 0):
+        t = type_(value)
+        if t is str or t is int or t is float or t is bool or value is None or t is bytes:
+            return value
+        if depth > 16:
+            return not_plain
+        if t is tuple_ or t is list_:
+            copied: list = []
+            for item in value:
+                item = plain(item, depth + 1)
+                if item is not_plain:
+                    return not_plain
+                append(copied, item)
+            return tuple_(copied) if t is tuple_ else copied
+        if t is dict_:
+            pairs: list = []
+            for key, item in items(value):
+                key, item = plain(key, depth + 1), plain(item, depth + 1)
+                if key is not_plain or item is not_plain:
+                    return not_plain
+                append(pairs, (key, item))
+            return dict_(pairs)
+        return not_plain
+
+    return plain
+
+
+def _private_globals(namespace: dict, plain) -> dict:
+    """A copy of a module's globals that nothing else holds: plain data
+    copied, the module's own functions bound to the copy, builtins copied."""
+    private = {}
+    for name, value in namespace.items():
+        copied = plain(dict(value)) if type(value) is types.MappingProxyType else plain(value)
+        private[name] = value if copied is NOT_PLAIN else copied
+    for name, value in list(private.items()):
+        if type(value) is types.FunctionType and value.__globals__ is namespace:
+            twin = types.FunctionType(value.__code__, private, value.__name__, value.__defaults__, value.__closure__)
+            twin.__kwdefaults__ = value.__kwdefaults__
+            private[name] = twin
+    private["__builtins__"] = dict(vars(builtins))
+    return private
+
+
+def hook_side():
+    """(write, written) for the hook, made before the file is imported and
+    held only in the hook's closure (nothing here is looked up later through
+    a name the file could rebind).
+
+    write(args, kwargs): the launcher text the installed generator writes for
+    that signature, its digest remembered; None when the signature is not
+    plain data or the generator refuses it. Run outside the hook's busy mark:
+    any code of the file's reached from here is audited as usual.
+    written(src): may the build run on `src` (a text write gave, or the
+    driver's C helpers as installed)?"""
+    plain, not_plain = plainer(), NOT_PLAIN
+    sha256, encode, type_, dict_, str_, set_add = hashlib.sha256, str.encode, type, dict, str, set.add
+    approved: set = set()
+    driver = _driver()
+    if driver is None:
+        return (lambda args, kwargs: None), (lambda src: False)
+    original = _ORIGINAL.get("make_launcher") or driver.make_launcher
+    generate = types.FunctionType(original.__code__, _private_globals(vars(driver), plain), original.__name__,
+                                  original.__defaults__, original.__closure__)
+    utils_source = None
+    try:  # the driver's own C helpers (CudaUtils), as installed
+        with open(os.path.join(driver.dirname, "driver.c"), encoding="utf-8") as fh:
+            utils_source = fh.read()
+    except (OSError, AttributeError):
+        pass
+
+    def write(args, kwargs):
+        args, kwargs = plain(args), plain(kwargs)
+        if args is not_plain or kwargs is not_plain or type_(args) is not tuple or type_(kwargs) is not dict_:
+            return None
+        try:
+            text = generate(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - a signature Triton's own generator refuses too
+            return None
+        if type_(text) is not str_:
+            return None
+        set_add(approved, sha256(encode(text, "utf-8")).hexdigest())
+        return text
+
+    def written(src) -> bool:
+        if type_(src) is not str_:
+            return False
+        return src == utils_source or sha256(encode(src, "utf-8")).hexdigest() in approved
+
+    return write, written
+
+
+_ORIGINAL: dict = {}
+
+
+def source(*args, _audit=sys.audit, _original=_ORIGINAL, **kwargs):
+    """triton.backends.nvidia.driver.make_launcher, in the worker: the text
+    the hook's generator writes. Before the hook (the warm-up's builds) the
+    installed generator writes it; after, a text the hook did not write is
+    never built (native_code.compile_module)."""
+    box: list = []
+    _audit("tritonjudge.launcher_source", args, kwargs, box)
+    if box:
+        return box[0]
+    return _original["make_launcher"](*args, **kwargs)
+
+
+def install() -> None:
+    """At the worker's start: the driver's tables read-only, its generator
+    this module's `source`."""
+    driver = _driver()
+    if driver is None or _ORIGINAL:
+        return
+    _ORIGINAL["make_launcher"] = driver.make_launcher
+    for name in _TABLES:
+        table = getattr(driver, name, None)
+        if type(table) is dict:
+            setattr(driver, name, types.MappingProxyType(dict(table)))
+    driver.make_launcher = source
+
+
+def seal_pairs() -> list:
+    """The driver's names, for the seal (judge.worker.arming): a file that
+    replaced one is rejected even where no launcher is built."""
+    driver = _driver()
+    if driver is None:
+        return []
+    return [(driver, name) for name in vars(driver) if name not in _WRITTEN_LATER and not name.startswith("__")]
