@@ -64,10 +64,15 @@ class Case(_Strict):
 
 
 class PolicySpec(_Strict):
-    """A named tolerance policy: checkers that must all pass (judge.checkers)."""
+    """A named tolerance policy: checkers that must all pass (judge.checkers),
+    and, where the arithmetic it admits is another than the challenge's
+    [scoring] assumes, the performance scale of kernels it accepts (matrix
+    multiplication: a float32-accurate kernel is not scored against TF32's
+    speed, which it can never reach)."""
 
     summary: str = ""
     checkers: list[dict[str, Any]] = Field(min_length=1)
+    scoring: "ScoringDefaults | None" = None
 
 
 class Tolerance(_Strict):
@@ -128,3 +133,6 @@ class ScoringDefaults(_Strict):
     target: str
     floor_multiple: float = Field(1.0, gt=0)
     target_multiple: float = Field(1.0, gt=0)
+
+
+PolicySpec.model_rebuild()

@@ -168,7 +168,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     try:
         options = GradeOptions(challenge=challenge_name, device=device, policy=policy, seed=seed,
                                stop_on_wrong_answer=stop_on_wrong_answer, time=not no_timing,
-                               refresh_baselines=refresh_baselines, workers=workers, scoring=load_policy(scoring_file, scoring_for(challenge)),
+                               refresh_baselines=refresh_baselines, workers=workers, scoring=load_policy(scoring_file, scoring_for(challenge, policy)),
                                limits=Limits(**limits))
     except ValidationError as exc:
         raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None

@@ -138,7 +138,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     if policy_name not in challenge.tolerance.allowed_policies:
         raise UsageError(f"policy {policy_name!r} is not defined for {challenge.name} "
                          f"(defined: {', '.join(challenge.tolerance.allowed_policies)})")
-    scoring = options.scoring or scoring_for(challenge)
+    scoring = options.scoring or scoring_for(challenge, policy_name)
     for name in options.also_policies:
         if name not in challenge.tolerance.allowed_policies:
             raise UsageError(f"policy {name!r} is not defined for {challenge.name}")
@@ -338,11 +338,14 @@ def _timing_pids(alone: Slot, run) -> list[int]:
     return [w.proc.pid for w in workers if w is not None and w.proc is not None]
 
 
-def scoring_for(challenge) -> ScoringPolicy:
-    """The challenge's performance scale (its [scoring] table) as a policy."""
-    if challenge.scoring is None:
+def scoring_for(challenge, policy: str | None = None) -> ScoringPolicy:
+    """The challenge's performance scale as a policy: the tolerance policy's
+    own scale where it names one, else the challenge's [scoring] table."""
+    spec = challenge.tolerance.policies.get(policy or challenge.tolerance.default_policy)
+    scale = spec.scoring if spec is not None and spec.scoring is not None else challenge.scoring
+    if scale is None:
         return ScoringPolicy()
-    return ScoringPolicy(**challenge.scoring.model_dump())
+    return ScoringPolicy(**scale.model_dump())
 
 
 def _join_capped(parts: list[str], cap: int) -> str:

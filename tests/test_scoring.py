@@ -211,3 +211,24 @@ def test_a_clock_refusal_is_confirmed_by_a_second_timing(monkeypatch):
     assert attempts == [0] and results[0].status == "rejected"
     timing, results, attempts = _time_with(monkeypatch, ["the output of the timed calls is wrong"])
     assert attempts == [0] and results[0].status == "wrong_answer"
+
+
+def test_each_tolerance_policy_scores_against_baselines_of_the_arithmetic_it_accepts():
+    """Matrix multiplication's fp32 and leetgpu policies accept float32-
+    accurate kernels only, so their scale is float32's (reference ieee to
+    cuBLAS with TF32 off); against TF32's latencies (~9× faster on the H100)
+    every accepted kernel had 0 of 60 performance points. The tf32 policy
+    keeps TF32's scale; a challenge without its own per-policy scale keeps
+    its [scoring] table."""
+    from judge import challenge as challenges
+    from judge.grader import scoring_for
+    mm = challenges.load("matrix_multiplication")
+    assert (scoring_for(mm).floor, scoring_for(mm).target) == ("reference_ieee", "cublas_fp32")
+    assert (scoring_for(mm, "leetgpu").floor, scoring_for(mm, "leetgpu").target) == ("reference_ieee", "cublas_fp32")
+    assert (scoring_for(mm, "tf32").floor, scoring_for(mm, "tf32").target) == ("reference_tf32", "cublas_tf32")
+    baselines = {"reference_tf32": 1.12, "cublas_tf32": 1.02, "reference_ieee": 8.0, "cublas_fp32": 6.5}
+    honest_fp32 = score(scoring_for(mm), True, 7.0, baselines)  # a float32 kernel between the two float32 baselines
+    assert 0 < honest_fp32.performance < 60
+    assert score(scoring_for(mm, "tf32"), True, 7.0, baselines).performance == 0
+    relu = challenges.load("relu")
+    assert scoring_for(relu, "leetgpu").floor == "torch" and scoring_for(relu, "leetgpu").floor_multiple == 4.0

@@ -73,7 +73,7 @@ def grade_options(opts: BatchOptions, device: str, seed: int) -> dict:
     if opts.scoring is not None:
         from ..grader import scoring_for
         from ..scoring import load_policy
-        scoring = load_policy(opts.scoring, scoring_for(challenge))
+        scoring = load_policy(opts.scoring, scoring_for(challenge, opts.policy))
     values = dict(challenge=opts.challenge, device=device, policy=opts.policy, seed=seed, workers=opts.workers,
                   scoring=scoring)
     fields = getattr(GradeOptions, "model_fields", {})
