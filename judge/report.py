@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .export.text import visible
 from .grader import CaseResult, GradeResult
 from .verdicts import Verdict
 
@@ -36,7 +37,7 @@ def _note(case: CaseResult) -> str:
         return ""
     if case.status == "not_run":
         return "not run"
-    return _shorten(case.message, 60)
+    return _shorten(visible(case.message), 60)
 
 
 def case_table(result: GradeResult, notes: bool = True) -> Table:
@@ -62,7 +63,7 @@ def case_table(result: GradeResult, notes: bool = True) -> Table:
 
 def _failure_details(console: Console, case: CaseResult) -> None:
     console.print(f"[bold]First failing case: {case.name}[/] ({case.shape}) — {case.status}")
-    console.print(f"  {case.message}", markup=False, highlight=False)
+    console.print(f"  {visible(case.message)}", markup=False, highlight=False)
     if case.first_mismatches:
         console.print("  first mismatches (trial, index, got, expected):")
         for m in case.first_mismatches:
@@ -91,11 +92,14 @@ def render(result: GradeResult, console: Console | None = None) -> None:
     for label, text in (("stdout", result.stdout), ("stderr", result.stderr)):
         if text.strip():
             console.print(f"[dim]submission {label} (shortened):[/]")
-            console.print(_shorten_block(text), markup=False, highlight=False, style="dim")
+            # The file's own bytes: its escape sequences had cleared the table and drawn
+            # a verdict of their own on the grader's terminal.
+            console.print(_shorten_block(visible(text)), markup=False, highlight=False, style="dim")
     v = result.verdict
     line = Text("Verdict: ", style="bold")
     line.append(f"{v.value.upper().replace('_', ' ')}", style=f"bold {v.colour}")
-    line.append(f" — {result.message}" if v is not Verdict.ACCEPTED or not result.message else f" — {result.message}")
+    if result.message:
+        line.append(f" — {visible(result.message)}")
     console.print(line)
     if result.timing:
         t = result.timing

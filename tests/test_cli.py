@@ -165,6 +165,19 @@ def test_wrong_answer_human_output(isolated, monkeypatch):
     assert "First failing case: small_square" in out
 
 
+def test_human_output_shows_the_files_control_characters_written_out(isolated, monkeypatch):
+    """The file's output and error message reach the grader's terminal as text:
+    its escape sequences had cleared the table and drawn a verdict of their own."""
+    monkeypatch.setenv("COLUMNS", "120")
+    path = ROOT / "tests" / "fixtures" / "escape_sequences_in_output.py"
+    result = _run("submit", str(path), "--challenge", "relu", "--device", "cpu", "--no-timing")
+    assert result.exit_code == 1, result.output
+    out = result.stdout
+    assert "RUNTIME ERROR" in out
+    assert "\x1b[2J" not in out and "\x1b]4;1" not in out
+    assert "\\x1b[2J" in out  # written out, visible
+
+
 # --- the seed ------------------------------------------------------------------------
 
 def test_same_seed_and_secret_reproduce_the_case_data(isolated, monkeypatch):

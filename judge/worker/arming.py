@@ -24,7 +24,7 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
                  "judge.worker.op_tables")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
-CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
+CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.kernel_callees", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
                "judge.worker.launch_watch", "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu",
                "judge.worker.interpreter_state", "judge.worker.arithmetic", "judge.worker.builtin_names",
                "judge.worker.gpu_builder", "judge.worker.kernel_output", "judge.worker.launch_gate")

@@ -53,7 +53,8 @@ def install(capability: int = 90) -> bool:
     from judge.worker import builtin_names
     builtin_names.record()  # before the file is imported: what counts as Triton's own builtins
     if backend is not None:
-        twins.police_callees()
+        from judge.worker import kernel_callees
+        kernel_callees.police_callees()
     return backend is not None
 
 
@@ -94,6 +95,43 @@ def runnable(function):
         raise RuntimeError(f"@triton.jit function {fn.__name__} was not compiled for this launch: on a GPU a "
                            "kernel calls the functions it was compiled with")
     return body
+
+
+class _Checked:
+    """A combine function as the interpreter's reduce and scan call it (.fn)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def route_combine_functions(interpreter) -> frozenset:
+    """The interpreter ran a generic tl.reduce's or tl.associative_scan's
+    combine function by its raw Python (combine_fn.fn), not the body checked
+    and rewritten: a print in it was Python's print, which the file read
+    back, and a .fn set after @jit ran plain Python on every element (both
+    accepted, with numpy doing the work). Now the checked body, as for any
+    helper a kernel calls (runnable). Returns the code that calls it, which
+    the audit hook takes for the worker's own (judge.worker.interpret.HELPER_CALLS)."""
+    codes = set()
+    for cls, method in ((getattr(interpreter, "ReduceOps", None), "generic_reduce"),
+                        (getattr(interpreter, "ScanOps", None), "generic_scan")):
+        original = getattr(cls, method, None)
+        if original is None:
+            continue
+
+        def checked(self, input, _original=original):
+            combine = self.combine_fn
+            self.combine_fn = _Checked(runnable(combine))
+            try:
+                return _original(self, input)
+            finally:
+                self.combine_fn = combine
+
+        setattr(cls, method, checked)
+        codes.add(checked.__code__)
+    return frozenset(codes)
 
 
 def _mark_runnable(fns) -> None:

@@ -264,8 +264,9 @@ def _check_launches(interpreter) -> None:
 
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
+    combines = frontend.route_combine_functions(interpreter)  # a reduce's combine function: its checked body
     global HELPER_CALLS
-    HELPER_CALLS = frozenset({call.__code__, kernel_rewrites.branch.__code__})
+    HELPER_CALLS = frozenset({call.__code__, kernel_rewrites.branch.__code__, *combines})
 
 
 # The code of the worker's call of a @jit helper from inside a kernel: to the

@@ -40,6 +40,11 @@ DEADLINE, FOUND, ESTIMATE = ("interpreter deadline",), ("interpreter too slow",)
 
 
 LAUNCH_SECONDS = ("interpreter launch seconds",)  # (kernel, grid) -> what its last launch took, this case
+# Programs the case's launches asked for, each launch's whole grid: a file
+# that stalled the cases it could not do with idle grids of 2**31 programs,
+# or with idle launches in a loop, asked for far more than the case's work
+# (judge.casework.Run.stalled).
+PROGRAMS = ("interpreter programs",)
 
 
 # Every clock reading below is of time.monotonic as it was before the file
@@ -54,6 +59,7 @@ def set_budget(seconds: float, _now=time.monotonic) -> None:
     audit.memo(DEADLINE, _now() + seconds)
     audit.memo(FOUND, None)
     audit.memo(LAUNCH_SECONDS, ())
+    audit.memo(PROGRAMS, 0)
 
 
 def before_launch(key: tuple, _now=time.monotonic) -> None:
@@ -80,13 +86,13 @@ def after_launch(key: tuple, seconds: float) -> None:
     audit.memo(LAUNCH_SECONDS, tuple({**dict(audit.memo(LAUNCH_SECONDS) or ()), key: seconds}.items()))
 
 
-def too_slow() -> tuple[str, float] | None:
-    """Why the last call was stopped and the seconds its launch would have
-    needed, once (then forgotten)."""
+def too_slow() -> tuple[str, float, int] | None:
+    """Why the last call was stopped, the seconds its launch would have
+    needed and the programs the case's launches asked for, once (then forgotten)."""
     from judge.worker import audit
-    found, estimate = audit.memo(FOUND), audit.memo(ESTIMATE)
+    found, estimate, programs = audit.memo(FOUND), audit.memo(ESTIMATE), audit.memo(PROGRAMS)
     audit.memo(FOUND, None)
-    return (found, float(estimate or 0.0)) if found else None
+    return (found, float(estimate or 0.0), int(programs or 0)) if found else None
 
 
 def watch(builder) -> None:
@@ -98,6 +104,8 @@ def watch(builder) -> None:
             raise GridRefused("Triton Error [CUDA]: invalid argument "
                                f"(grid ({nx}, {ny}, {nz}): a GPU allows at most {MAX_GRID})")
         _watch.update(total=max(1, nx * ny * nz), done=0, started=_now())
+        from judge.worker import audit
+        audit.memo(PROGRAMS, int(audit.memo(PROGRAMS) or 0) + _watch["total"])
         return original_dim(self, nx, ny, nz)
 
     def set_grid_idx(self, x, y, z, _now=time.monotonic):

@@ -248,7 +248,8 @@ class Worker:
             from judge.worker import launch_watch
             slow = launch_watch.too_slow()
             if slow:  # the interpreter's speed, not the submission's: no verdict
-                return {"status": "interpreter_too_slow", "message": slow[0], "estimate_s": round(slow[1], 1)}
+                return {"status": "interpreter_too_slow", "message": slow[0], "estimate_s": round(slow[1], 1),
+                        "programs": slow[2]}
         if failure:
             return failure
         if launches.launched() == before:  # run() lets it pass where the outputs are as they were

@@ -13,8 +13,8 @@ a constexpr's value); the check is reused only while all of it holds the
 same objects, and nothing of it may change while the kernel compiles or
 runs (judge.worker.interpret checks after the launch). It also records how
 each `if` test went when compiled: the interpreted body may go only those
-ways (judge.worker.kernel_rewrites.branch). And it polices what a kernel
-calls (police_callees): only @jit functions and Triton's own.
+ways (judge.worker.kernel_rewrites.branch). What a kernel may call is
+judge.worker.kernel_callees's.
 
 The bodies, the check under way and the record of checks live in the
 audit hook (judge.worker.audit.memo), which the file cannot reach: the
@@ -29,7 +29,7 @@ import re
 import textwrap
 import types
 
-from judge.worker import audit, builtin_names
+from judge.worker import audit
 
 _MISSING = object()
 _DEF = re.compile(r"^def\s+\w+\s*\(", re.MULTILINE)  # where Triton's JITFunction starts a kernel's source
@@ -216,163 +216,3 @@ def _contents(cell):
         return cell.cell_contents
     except ValueError:
         return _MISSING
-
-
-# Python's builtins a kernel may not call, even through a constexpr: each
-# runs code or reaches objects by name (eval ran the file's function from a
-# kernel, at compile time on IR and under the interpreter on data).
-REFUSED_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "setattr", "delattr", "vars", "globals",
-                              "locals", "open", "breakpoint", "input", "memoryview", "__build_class__"})
-
-
-def police_callees() -> None:
-    """What Triton's code generator calls in a kernel: an interpreted
-    function as its fresh twin; nothing of the file's own Python that is not
-    @jit (seen through partials, bound methods and callable objects), no
-    object of the file's handed to a Python builtin (its dunders are the
-    file's code), no builtin that runs code or reaches objects by name, and
-    no function posing as a Triton builtin: each ran numpy on the
-    interpreter's blocks where the compiler had called it on IR. And no
-    `.handle` of a block (its IR value when compiled, its numpy data when
-    interpreted)."""
-    from triton.compiler import code_generator
-    from triton.compiler.errors import CompilationError
-    from triton.language import core
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-    generator = code_generator.CodeGenerator
-    bound_method = getattr(code_generator, "BoundJITMethod", ())
-    namespace = frozenset(id(v) for v in generator.builtin_namespace.values())
-    call_function, visit_attribute = generator.call_Function, generator.visit_Attribute
-
-    def call_Function(self, node, fn, args, kws):
-        state = audit.memo(("checking",))
-        if type(fn) is InterpretedFunction and state is not None:
-            fn = fresh(function_of(fn), state, jit_options(fn))
-        elif isinstance(fn, JITFunction) and state is not None and id(fn) not in state["origin"]:
-            origin = audit.memo(("origin", id(fn)))  # a helper passed as an argument (judge.worker.frontend)
-            if origin is not None:
-                fn = fresh(origin[0], state, origin[1])
-        target = getattr(fn, "__func__", None) if bound_method and isinstance(fn, bound_method) else fn
-        if not isinstance(target, JITFunction) and not isinstance(fn, bound_method or ()):
-            why = _refused_callee(fn, args, kws, namespace, core)
-            if why:
-                raise CompilationError(self.jit_fn.src, node, f"{getattr(fn, '__name__', fn)!r}: {why}; a kernel "
-                                       "calls only @triton.jit functions and Triton's own")
-        return call_function(self, node, fn, args, kws)
-
-    def visit_Attribute(self, node):
-        if node.attr == "handle":
-            raise CompilationError(self.jit_fn.src, node, "a block's .handle is the compiler's, not the kernel's")
-        return visit_attribute(self, node)
-
-    generator.call_Function, generator.visit_Attribute = call_Function, visit_Attribute
-    _record_branches(generator, core)
-
-
-def _record_branches(generator, core) -> None:
-    """Each `if` test and conditional expression the code generator meets,
-    with how it went: decided at compile time (True or False: only that way
-    is compiled) or a tensor ("dynamic": both are). The interpreter may then
-    go only those ways (judge.worker.kernel_rewrites.branch); the functions
-    compiled, for judge.worker.frontend.runnable."""
-    from triton.runtime.interpreter import InterpretedFunction
-    visit, visit_if, visit_ifexp, call_jit = (generator.visit, generator.visit_If, generator.visit_IfExp,
-                                              generator.call_JitFunction)
-
-    def visit_recording(self, node):
-        value = visit(self, node)
-        if getattr(node, "_judge_test", False):
-            state = audit.memo(("checking",))
-            if state is not None:
-                fn = state["origin"].get(id(self.jit_fn))
-                outcome = "dynamic" if isinstance(value, core.tensor) else bool(_unwrapped(value, core))
-                key = (id(fn), node.lineno, node.col_offset)
-                state["decisions"].setdefault(key, set()).add(outcome)
-        return value
-
-    def marking(method):
-        def visit_test(self, node):
-            node.test._judge_test = True
-            return method(self, node)
-        return visit_test
-
-    def call_JitFunction(self, fn, *args, **kwargs):
-        state = audit.memo(("checking",))
-        if type(fn) is InterpretedFunction and state is not None:  # a builtin's own call (a combine function)
-            fn = fresh(function_of(fn), state, jit_options(fn))
-        if state is not None:
-            state["visited"].append(state["origin"].get(id(fn), getattr(fn, "fn", None)))
-        return call_jit(self, fn, *args, **kwargs)
-
-    generator.visit, generator.visit_If, generator.visit_IfExp = visit_recording, marking(visit_if), marking(visit_ifexp)
-    generator.call_JitFunction = call_JitFunction
-
-
-def _refused_callee(fn, args, kws, namespace: frozenset, core) -> str | None:
-    """Why the code generator may not call `fn`, or None."""
-    if core.is_builtin(fn):
-        return None if builtin_names.genuine(fn) else "not one of Triton's builtins"
-    if getattr(fn, "__name__", None) in REFUSED_BUILTINS and getattr(fn, "__module__", None) == "builtins":
-        return "a Python builtin that runs code or reaches objects by name"
-    if _the_files(fn):
-        return "the file's own Python, not @triton.jit"
-    if id(fn) in namespace or getattr(fn, "__module__", None) == "builtins":
-        values = [_unwrapped(a, core) for a in list(args) + list(kws.values())]
-        if any(_files_object(v) for v in values):
-            return "an object of the file's handed to a Python builtin (its methods are the file's code)"
-    return None
-
-
-def _unwrapped(value, core):
-    return value.value if isinstance(value, core.constexpr) else value
-
-
-def _files_object(value) -> bool:
-    """An object whose class, or the class's class, the file defined."""
-    cls = value if isinstance(value, type) else type(value)
-    return any(_defined_by_file(c) for c in (cls, type(cls)))
-
-
-def _defined_by_file(cls) -> bool:
-    import sys
-    module = sys.modules.get(getattr(cls, "__module__", None) or "")
-    return module is not None and _in_files_folder(getattr(module, "__file__", None))
-
-
-def _the_files(fn) -> bool:
-    """A callable whose Python code is the file's own (in its file or its
-    folder, or made from a string), seen through partials, bound methods,
-    wrappers and callable objects."""
-    seen = 0
-    while seen < 8:
-        seen += 1
-        inner = getattr(fn, "func", None) or getattr(fn, "__func__", None) or getattr(fn, "__wrapped__", None)
-        if inner is not None and inner is not fn:
-            if _the_files_code(fn):
-                return True
-            fn = inner
-            continue
-        break
-    return _the_files_code(fn) or (not isinstance(fn, type) and _defined_by_file(type(fn)))
-
-
-def _the_files_code(fn) -> bool:
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)
-    if code is None:
-        return False  # a builtin or a C function
-    return _in_files_folder(code.co_filename)
-
-
-def _in_files_folder(filename) -> bool:
-    import os
-    import sys
-    if not isinstance(filename, str):
-        return False
-    if not os.path.isabs(filename):
-        return not filename.startswith("<frozen")  # made from a string
-    submission = getattr(sys.modules.get("submission"), "__file__", None)
-    folder = os.path.dirname(os.path.abspath(submission)) if submission else os.getcwd()
-    return filename.startswith(folder + os.sep) or filename == submission
