@@ -159,10 +159,28 @@ def _binding_twin(fn, jit_options: dict):
     kept = audit.memo(("bind", id(fn)))
     if kept is not None and kept[1] is fn:
         return kept[0]
+    from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
-    twin = JITFunction(fn, **jit_options)
-    audit.memo(("bind", id(fn)), (twin, fn))
+    # Over a copy whose globals name the binding twins of the @jit functions
+    # it calls: Triton hashes a constexpr @jit function with what it calls,
+    # and refused an interpreted one there ("Unsupported function
+    # referenced"), so an honest @jit activation that called another @jit
+    # helper, passed as a constexpr, was a compile_error on the CPU only.
+    scope: dict = {}
+    copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__, copy.__module__, copy.__qualname__ = fn.__kwdefaults__, fn.__module__, fn.__qualname__
+    copy.__annotations__ = dict(fn.__annotations__)
+    twin = JITFunction(copy, **jit_options)
+    audit.memo(("bind", id(fn)), (twin, fn))  # before its globals: a function may reach itself through them
     audit.memo(("origin", id(twin)), (fn, jit_options))
+    bound = dict(fn.__globals__)
+    for name, value in list(bound.items()):
+        if type(value) is InterpretedFunction:
+            try:
+                bound[name] = _binding_twin(twins.function_of(value), twins.jit_options(value))
+            except TypeError:  # not over a function: the check refuses it if the kernel calls it
+                continue
+    scope.update(bound)
     return twin
 
 

@@ -29,8 +29,8 @@ Python's own operators on blocks. The GPU compiler gives `and`, `or` and
 `not` Triton's meaning when a value is a tensor (element by element:
 logical_and, logical_or, __not__; every operand evaluated, constexprs still
 short-circuit), `max(...)` and `min(...)` that of tl.maximum and
-tl.minimum, and an `assert` that of tl.device_assert (nothing unless the
-kernel is compiled for debugging). The interpreter ran Python's: `a and b`
+tl.minimum, `len(...)` of a constexpr that of its value, and an `assert`
+that of tl.device_assert (nothing unless the kernel is compiled for debugging). The interpreter ran Python's: `a and b`
 on a mask kept one of the two whole, `max(x, 0.0)` one operand whole, and an
 assert failed a kernel the GPU runs. Here each is rewritten to a helper
 that does what the compiler does.
@@ -50,7 +50,8 @@ WRAP = "__judge_loop_variables__"  # the wrappers' names in the kernel's globals
 PRINT = "__judge_kernel_print__"
 BOOL_OP, NOT, ASSERT = "__judge_bool_op__", "__judge_not__", "__judge_assert__"
 BRANCH = "__judge_branch__"
-BUILTINS = MappingProxyType({"max": "__judge_builtin_max__", "min": "__judge_builtin_min__"})
+BUILTINS = MappingProxyType({"max": "__judge_builtin_max__", "min": "__judge_builtin_min__",
+                             "len": "__judge_builtin_len__"})
 INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
@@ -140,13 +141,22 @@ import builtins as _builtins  # noqa: E402
 builtin_max, builtin_min = _extremum("max", _builtins.max), _extremum("min", _builtins.min)
 
 
+def builtin_len(value, _len=_builtins.len):
+    """len() as the compiler evaluates it, on a constexpr's value: Triton's
+    interpreter handed it the tl.constexpr itself, which has no len() (an
+    honest `tl.static_assert(I < len(SIZES))` over a global constexpr tuple
+    was a runtime_error on the CPU only)."""
+    from triton.language import core
+    return _len(value.value if isinstance(value, core.constexpr) else value)
+
+
 def bind(namespace: dict) -> None:
     """The rewrite's helpers, under their names in a kernel's globals (again
     before every launch: the file may have rebound them in between). Each
     is read from this module, whose functions and names are sealed."""
     namespace.update({WRAP: loop_variables, PRINT: kernel_print, BOOL_OP: bool_op, NOT: logical_not,
                       ASSERT: kernel_assert, BUILTINS["max"]: builtin_max, BUILTINS["min"]: builtin_min,
-                      BRANCH: branch})
+                      BUILTINS["len"]: builtin_len, BRANCH: branch})
 
 
 def _thunk(expr: ast.expr) -> ast.Lambda:
