@@ -58,7 +58,7 @@ class _Sly(str):
 
 def test_a_signature_of_the_files_objects_gets_no_text():
     write, _ = launcher_source.hook_side()
-    assert write(({}, {0: _Sly("*fp32")}, None), {}) is None
+    assert write(({}, {0: _Sly("*fp32")}, None), {}) is None  # None in its place: the generator refuses it
     plain = launcher_source.plainer()
     assert plain({0: ("*fp32", ["i32", None, 1.5, True])}) == {0: ("*fp32", ["i32", None, 1.5, True])}
     assert plain([_Sly("x")]) is launcher_source.NOT_PLAIN
@@ -88,3 +88,16 @@ def test_the_seal_covers_the_generators_names():
     names = {name for owner, name in launcher_source.seal_pairs()}
     assert {"make_launcher", "ty_to_cpp", "FLOAT_STORAGE_TYPE", "FLOAT_PACK_FUNCTION"} <= names
     assert "PyCUtensorMap" not in names  # Triton sets it itself when it builds its helpers
+
+
+def test_constants_holding_objects_give_triton_s_own_text():
+    """A kernel's constants hold its constexpr arguments: a @jit function
+    passed as one is not plain data. The generator never reads it, and the
+    hook's text must still be Triton's (an honest launch was refused on the
+    H100 when the object made the copy give none)."""
+    write, written = launcher_source.hook_side()
+    signature = {0: "*fp32", 1: "*fp32", 2: "i32", 3: "constexpr", 4: "constexpr"}
+    constants = {(3,): object(), (4,): 1024}
+    text = write((constants, signature, None), {})
+    assert text is not None and written(text)
+    assert text == driver.make_launcher(constants, signature, None)

@@ -14,7 +14,9 @@ the generator, or hand its own text to the build. So:
 - the hook (`hook_side`, made before the file is imported and held only in
   its closure) writes that text with a copy of the installed generator over
   a private copy of the driver's globals, tables and builtins, from a plain
-  copy of the signature (no object of the file's runs there), and
+  copy of the signature (no object of the file's runs there; any object
+  that is not plain data, such as a @jit function passed as a constexpr,
+  is None there), and
   remembers the text's digest;
 - the build (native_code.compile_module) runs only on a text the hook wrote,
   or on the driver's own C helpers as installed.
@@ -46,23 +48,25 @@ def _driver():
 
 
 def plainer():
-    """plain(value): an exact-typed copy of `value` (str, int, float, bool,
-    None, bytes, and tuples, lists and dicts of them), or NOT_PLAIN: what the
+    """plain(value, lenient=False): an exact-typed copy of `value` (str, int,
+    float, bool, None, bytes, and tuples, lists and dicts of them), or
+    NOT_PLAIN; `lenient`: any other object in it becomes None. What the
     hook's generator is given, so that no method of the file's runs in it.
     Everything it calls is bound here, before any file: it runs in the hook."""
     type_, tuple_, list_, dict_, items, append = type, tuple, list, dict, dict.items, list.append
     not_plain = NOT_PLAIN
 
-    def plain(value, depth: int = 0):
+    def plain(value, depth: int = 0, lenient: bool = False):
         t = type_(value)
         if t is str or t is int or t is float or t is bool or value is None or t is bytes:
             return value
+        other = None if lenient else not_plain  # what any other object becomes
         if depth > 16:
-            return not_plain
+            return other
         if t is tuple_ or t is list_:
             copied: list = []
             for item in value:
-                item = plain(item, depth + 1)
+                item = plain(item, depth + 1, lenient)
                 if item is not_plain:
                     return not_plain
                 append(copied, item)
@@ -70,12 +74,12 @@ def plainer():
         if t is dict_:
             pairs: list = []
             for key, item in items(value):
-                key, item = plain(key, depth + 1), plain(item, depth + 1)
+                key, item = plain(key, depth + 1, lenient), plain(item, depth + 1, lenient)
                 if key is not_plain or item is not_plain:
                     return not_plain
                 append(pairs, (key, item))
             return dict_(pairs)
-        return not_plain
+        return other
 
     return plain
 
@@ -124,8 +128,12 @@ def hook_side():
         pass
 
     def write(args, kwargs):
-        args, kwargs = plain(args), plain(kwargs)
-        if args is not_plain or kwargs is not_plain or type_(args) is not tuple or type_(kwargs) is not dict_:
+        # Any other object becomes None: a kernel's constants hold its
+        # constexpr arguments (a @jit function passed as one, which the
+        # installed generator never reads: its text came out the same, and an
+        # honest launch was refused while they made the copy fail).
+        args, kwargs = plain(args, lenient=True), plain(kwargs, lenient=True)
+        if type_(args) is not tuple or type_(kwargs) is not dict_:
             return None
         try:
             text = generate(*args, **kwargs)
