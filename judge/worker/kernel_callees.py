@@ -21,7 +21,8 @@ the kernel to something else. So, when the check compiles a kernel:
   installed), nor a Python builtin that runs code or reaches objects by name,
   nor one handed an object of the file's (its dunders are the file's code);
 - no `.handle` of a block (its IR value when compiled, its numpy data when
-  interpreted), by attribute or through getattr.
+  interpreted), nor any private attribute of one (its `__dict__` holds the
+  handle), by attribute or through getattr.
 It also records how each `if` test went (judge.worker.kernel_rewrites.branch).
 """
 
@@ -83,6 +84,18 @@ def police_callees() -> None:
         return visit_attribute(self, node)
 
     generator.call_Function, generator.visit_Attribute = call_Function, visit_Attribute
+    if hasattr(generator, "get_Attribute"):
+        get_attribute = generator.get_Attribute
+
+        def get_Attribute(self, lhs, attr):
+            # A block's private attributes hold its handle too (x.__dict__ has
+            # it: IR when compiled, the data when interpreted).
+            if isinstance(attr, str) and (attr == "handle" or attr.startswith("_")) and triton_value(lhs) \
+                    and not isinstance(lhs, core.constexpr):
+                raise CompilationError(self.jit_fn.src, None, f"a block's {attr} is the compiler's, not the kernel's")
+            return get_attribute(self, lhs, attr)
+
+        generator.get_Attribute = get_Attribute
     if hasattr(generator, "visit_Subscript_Load"):
         def visit_Subscript_Load(self, node):
             # As Triton's: a block's own __getitem__, else Python's subscript of
@@ -179,6 +192,8 @@ def _carries_block(value, core, depth: int = 0) -> bool:
         return any(_carries_block(v, core, depth + 1) for v in value.values)
     if isinstance(value, core.base_value):
         return True
+    if (getattr(type(value), "__module__", None) or "").startswith(("triton._C", "triton.runtime.interpreter")):
+        return True  # a block's handle, however reached: IR compiled, data interpreted
     if type(value) in (tuple, list):
         return any(_carries_block(v, core, depth + 1) for v in value)
     if type(value) is dict:
