@@ -150,6 +150,12 @@ def _as_twin(value):
     from triton.runtime.interpreter import InterpretedFunction
     if type(value) is InterpretedFunction:
         return _binding_twin(twins.function_of(value), twins.jit_options(value))
+    # One inside a tuple (a NamedTuple "closure" of a @jit function and its
+    # arguments): Triton's specializer refused an interpreted one there, an
+    # honest pattern of Triton's own tests (runtime_error on the CPU only).
+    if isinstance(value, tuple) and any(type(v) is InterpretedFunction for v in value):
+        items = [_as_twin(v) for v in value]
+        return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
     return value
 
 

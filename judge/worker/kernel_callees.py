@@ -90,8 +90,9 @@ def police_callees() -> None:
         def get_Attribute(self, lhs, attr):
             # A block's private attributes hold its handle too (x.__dict__ has
             # it: IR when compiled, the data when interpreted).
-            if isinstance(attr, str) and (attr == "handle" or attr.startswith("_")) and triton_value(lhs) \
-                    and not isinstance(lhs, core.constexpr):
+            # (A block's only: a tuple's operators come through here, __add__
+            # for `(a,) + (b,)`, and Triton's own tl.flip and tl.interleave use them.)
+            if isinstance(attr, str) and (attr == "handle" or attr.startswith("_")) and isinstance(lhs, core.tensor):
                 raise CompilationError(self.jit_fn.src, None, f"a block's {attr} is the compiler's, not the kernel's")
             return get_attribute(self, lhs, attr)
 
@@ -159,6 +160,8 @@ def _refused_callee(fn, args, kws, namespace: frozenset, core, triton_value) -> 
     owner = getattr(fn, "__self__", None)
     if owner is not None and triton_value(owner) and not isinstance(owner, core.constexpr):
         return None  # a block's or a tuple's own method (x.to, t.index)
+    if fn is core.tuple or _plain_namedtuple(fn):
+        return None  # Triton's tuple, or a NamedTuple's own constructor: they only hold the blocks
     python_builtin = getattr(fn, "__module__", None) == "builtins"
     name = getattr(fn, "__name__", None)
     if name in REFUSED_BUILTINS and python_builtin:
@@ -178,6 +181,21 @@ def _refused_callee(fn, args, kws, namespace: frozenset, core, triton_value) -> 
     return None
 
 
+def _plain_namedtuple(cls) -> bool:
+    """A NamedTuple class as collections makes it (Triton builds one in a
+    kernel): its constructor is the generated one, which only calls
+    tuple.__new__; typing.NamedTuple refuses a __new__ or __init__ of the
+    file's, and a look-alike class fails here."""
+    if not (isinstance(cls, type) and type(cls) is type and issubclass(cls, tuple) and "_fields" in vars(cls)):
+        return False
+    new = vars(cls).get("__new__")
+    new = new.__func__ if type(new) is staticmethod else new
+    code = getattr(new, "__code__", None)
+    return (code is not None and code.co_filename == "<string>" and code.co_name == "<lambda>"
+            and getattr(new, "__globals__", {}).get("_tuple_new") is tuple.__new__
+            and cls.__init__ is object.__init__ and all(vars(c).get("__init__") is None for c in cls.__mro__[:-2]))
+
+
 _LOOKING_IDS = frozenset(id(getattr(__import__("builtins"), name)) for name in LOOKING_BUILTINS)
 
 
@@ -194,8 +212,9 @@ def _carries_block(value, core, depth: int = 0) -> bool:
         return True
     if (getattr(type(value), "__module__", None) or "").startswith(("triton._C", "triton.runtime.interpreter")):
         return True  # a block's handle, however reached: IR compiled, data interpreted
-    if type(value) in (tuple, list):
-        return any(_carries_block(v, core, depth + 1) for v in value)
+    if isinstance(value, (tuple, list)):  # a NamedTuple's too, read by the base type's own methods
+        base = tuple if isinstance(value, tuple) else list
+        return any(_carries_block(base.__getitem__(value, i), core, depth + 1) for i in range(base.__len__(value)))
     if type(value) is dict:
         return any(_carries_block(k, core, depth + 1) or _carries_block(v, core, depth + 1)
                    for k, v in value.items())
