@@ -101,3 +101,17 @@ def test_constants_holding_objects_give_triton_s_own_text():
     text = write((constants, signature, None), {})
     assert text is not None and written(text)
     assert text == driver.make_launcher(constants, signature, None)
+
+
+def test_a_namedtuple_in_the_signature_is_read_as_a_tuple():
+    """A NamedTuple argument's signature entry (a @jit function and a
+    pointer): the hook's text is Triton's (refused on the H100 when the
+    NamedTuple made the copy give none)."""
+    import collections
+    Pair = collections.namedtuple("Pair", "fn ptr")
+    write, written = launcher_source.hook_side()
+    signature = {0: Pair("constexpr", "*fp32"), 1: "*fp32", 2: "i32"}
+    constants = {(0, 0): object()}
+    text = write((constants, signature, None), {})
+    assert text is not None and written(text)
+    assert text == driver.make_launcher(constants, signature, None)

@@ -54,6 +54,7 @@ def plainer():
     hook's generator is given, so that no method of the file's runs in it.
     Everything it calls is bound here, before any file: it runs in the hook."""
     type_, tuple_, list_, dict_, items, append = type, tuple, list, dict, dict.items, list.append
+    subclass, tuple_len, tuple_item = issubclass, tuple.__len__, tuple.__getitem__
     not_plain = NOT_PLAIN
 
     def plain(value, depth: int = 0, lenient: bool = False):
@@ -63,14 +64,16 @@ def plainer():
         other = None if lenient else not_plain  # what any other object becomes
         if depth > 16:
             return other
-        if t is tuple_ or t is list_:
+        if subclass(t, tuple_) or t is list_:
+            # A NamedTuple's too (Triton's signature of a NamedTuple argument),
+            # read by tuple's own methods, copied as a plain tuple.
             copied: list = []
-            for item in value:
-                item = plain(item, depth + 1, lenient)
+            for index in range(tuple_len(value) if t is not list_ else len(value)):
+                item = plain(tuple_item(value, index) if t is not list_ else value[index], depth + 1, lenient)
                 if item is not_plain:
                     return not_plain
                 append(copied, item)
-            return tuple_(copied) if t is tuple_ else copied
+            return copied if t is list_ else tuple_(copied)
         if t is dict_:
             pairs: list = []
             for key, item in items(value):
