@@ -153,9 +153,11 @@ def _as_twin(value):
     # One inside a tuple (a NamedTuple "closure" of a @jit function and its
     # arguments): Triton's specializer refused an interpreted one there, an
     # honest pattern of Triton's own tests (runtime_error on the CPU only).
-    if isinstance(value, tuple) and any(type(v) is InterpretedFunction for v in value):
+    from judge.worker.kernel_callees import _plain_namedtuple
+    kind = type(value)
+    if (kind is tuple or _plain_namedtuple(kind)) and any(type(v) is InterpretedFunction for v in value):
         items = [_as_twin(v) for v in value]
-        return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+        return tuple(items) if kind is tuple else kind(*items)  # only a generated constructor runs
     return value
 
 
