@@ -49,8 +49,13 @@ def police_callees() -> None:
     import os
 
     from judge.worker import attribution
-    global _INSTALLED
+    global _INSTALLED, _TRITON_CLASSES, _TRITON_DIR
     _INSTALLED = attribution.library_roots(os.path.join(os.getcwd(), "submission.py"))
+    import triton
+    import triton.language as language
+    _TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
+    _TRITON_CLASSES = frozenset(id(v) for module in (language, language.core) for v in vars(module).values()
+                                if isinstance(v, type))
     from triton.compiler import code_generator
     from triton.compiler.errors import CompilationError
     from triton.language import core
@@ -160,8 +165,8 @@ def _refused_callee(fn, args, kws, namespace: frozenset, core, triton_value) -> 
     owner = getattr(fn, "__self__", None)
     if owner is not None and triton_value(owner) and not isinstance(owner, core.constexpr):
         return None  # a block's or a tuple's own method (x.to, t.index)
-    if fn is core.tuple or _plain_namedtuple(fn):
-        return None  # Triton's tuple, or a NamedTuple's own constructor: they only hold the blocks
+    if _triton_class(fn) or _plain_namedtuple(fn):
+        return None  # Triton's own classes (tl.tuple, tl.condition), a NamedTuple's constructor: they hold the blocks
     python_builtin = getattr(fn, "__module__", None) == "builtins"
     name = getattr(fn, "__name__", None)
     if name in REFUSED_BUILTINS and python_builtin:
@@ -179,6 +184,21 @@ def _refused_callee(fn, args, kws, namespace: frozenset, core, triton_value) -> 
         if any(_files_object(v) for v in values):
             return "an object of the file's handed to a Python builtin (its methods are the file's code)"
     return None
+
+
+def _triton_class(cls) -> bool:
+    """One of triton.language's own classes, as it was before the file ran,
+    whose constructor is still Triton's code (tl.condition wraps a while
+    loop's test, tl.tuple holds blocks)."""
+    if not isinstance(cls, type) or id(cls) not in _TRITON_CLASSES:
+        return False
+    for name in ("__new__", "__init__"):
+        method = getattr(cls, name, None)
+        method = getattr(method, "__func__", method)
+        code = getattr(method, "__code__", None)
+        if code is not None and not code.co_filename.startswith(_TRITON_DIR):
+            return False
+    return True
 
 
 def _plain_namedtuple(cls) -> bool:
@@ -279,3 +299,5 @@ def _in_files_folder(filename) -> bool:
 
 
 _INSTALLED: tuple = ()  # filled by police_callees, before the file is imported
+_TRITON_CLASSES: frozenset = frozenset()  # triton.language's classes, by identity, as police_callees found them
+_TRITON_DIR = "\0"  # where Triton is installed (police_callees)
