@@ -39,7 +39,7 @@ REFUSED_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "setattr"
 # Python's builtins that may be handed a block: they look at it (its type, a
 # public attribute, its length) or call only its own methods, and make no
 # Python value of its data (str and repr would: a block's text is its data).
-LOOKING_BUILTINS = frozenset({"isinstance", "getattr", "hasattr", "len", "list", "tuple", "abs"})
+LOOKING_BUILTINS = frozenset({"isinstance", "getattr", "hasattr", "len", "list", "tuple"})  # (no abs: Triton defines none in kernels)
 _WHY_BLOCK = ("Python code handed a block (a GPU calls it at compile time, on the compiler's values; the "
               "interpreter would call it on the data)")
 
