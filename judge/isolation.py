@@ -149,6 +149,7 @@ class WorkerProcess:
         self.stdout: CappedStream | None = None
         self.stderr: CappedStream | None = None
         self.can_share = True  # until CUDA IPC fails once with this worker (judge.cuda_ipc)
+        self.importing = False  # the worker said it is done with its own start and imports the file
         self._ahead: tuple[dict, float] | None = None  # a request sent ahead (send_ahead) and when
         self.disk: DiskWatch | None = None  # its folders' size, once started (judge.disk_watch)
 
@@ -326,6 +327,10 @@ class WorkerProcess:
             hard = deadline
             waited = (lambda: min(hard, watch.deadline())) if watch is not None else deadline
             reply, blobs = protocol.recv(self.sock, waited, max_blob_bytes, now=clock.now)
+            if header.get("op") == "load" and reply.get("milestone") == "importing" and not blobs \
+                    and not self.importing:
+                self.importing = True  # the worker's own start is done: from here on, the file's doing
+                reply, blobs = protocol.recv(self.sock, waited, max_blob_bytes, now=clock.now)
             if "shared" not in reply:
                 return reply, blobs
             if not share or blobs:

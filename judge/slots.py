@@ -56,7 +56,10 @@ class Slot:
             reply, _ = self.worker.request(load_request(run.challenge, run.device, run.options),
                                            run.time_left(run.limits.load_timeout_s), max_blob_bytes=0)
         except WorkerDied as exc:
-            failure = "runtime_error", f"while loading the file: {exc}"
+            if self.worker.importing:
+                failure = "runtime_error", f"while loading the file: {exc}"
+            else:  # before the file was imported: the judge's own failure (a batch grades it again)
+                failure = "internal_error", f"the judge's worker failed before importing the file: {exc}"
         except WorkerTimeout as exc:
             failure = "time_limit_exceeded", f"while loading the file: {exc}"
         except ProtocolError as exc:

@@ -210,7 +210,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
                 start.record()
                 calls[i]()
                 for stream in streams():
-                    if stream != here:
+                    if stream.cuda_stream != here.cuda_stream:
                         here.wait_stream(stream)
                 end.record()
             fence(None)

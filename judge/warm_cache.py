@@ -30,7 +30,7 @@ from pathlib import Path
 from . import triton_key
 from .cachedir import cache_dir
 
-_SOURCES = ("worker/warmup.py", "worker/warmup_kernels.py", "check_sums.py")
+_SOURCES = ("worker/warmup.py", "worker/warmup_kernels.py", "check_sums.py", "worker/launcher_source.py")
 # The worker trusts the seed's shared objects by these hashes
 # (judge.worker.native_code reads the same variable).
 NATIVE_SEED_ENV = "JUDGE_NATIVE_SEED"

@@ -242,6 +242,12 @@ with (GPU_FIXTURES / "expected.toml").open("rb") as fh:
 GPU_EXPECTED = {k: v["verdict"] for k, v in GPU_ENTRIES.items()}
 
 
+# GPU fixtures that hide honest work from the timer, with the honest example
+# whose latency they must be timed at.
+HONEST_TWIN = {"side_stream_head_start.py": "reduction/examples/correct_atomic_chunks.py",
+               "compiled_kernel_on_side_stream.py": "vector_addition/examples/correct_block1024.py"}
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 @pytest.mark.parametrize("name", sorted(GPU_EXPECTED))
@@ -255,14 +261,15 @@ def test_gpu_fixture_verdict(name):
         # Its kernel takes ~9 ms at 8192×6144×4096; a timer blind to the side
         # stream would see only the launch, some microseconds.
         assert result.latency_ms is not None and result.latency_ms > 2.0
-    if name == "side_stream_head_start.py":
-        # The same kernel as the honest example, on the default stream.
-        # Measured on the H100 (bench/results/cost_key_sampling_h100.md): both
-        # 0.015 ms. Without the fence its kernels would run inside the head
-        # start and the events would see a few microseconds. The honest
-        # kernel's fastest call is the yardstick: its median can stray
-        # from one grading to the next, its fastest call hardly at all.
-        honest = grade(FIXTURES.parent.parent / "challenges" / "reduction" / "examples" / "correct_atomic_chunks.py", options)
+    if name in HONEST_TWIN:
+        # The same work as an honest example's, on a side stream. Without the
+        # fence its kernels would run inside the head start and the events
+        # would see a few microseconds (side_stream_head_start.py and the
+        # honest example: both 0.015 ms on the H100,
+        # bench/results/cost_key_sampling_h100.md). The honest kernel's
+        # fastest call is the yardstick: its median can stray from one
+        # grading to the next, its fastest call hardly at all.
+        honest = grade(ROOT / "challenges" / HONEST_TWIN[name], options)
         assert honest.timing is not None and result.latency_ms is not None
         assert result.latency_ms > 0.6 * honest.timing.min_ms, (result.timing, honest.timing)
 
@@ -404,3 +411,25 @@ def test_a_user_of_its_own_only_for_a_judge_run_as_root(monkeypatch, tmp_path):
         (tmp_path / "sub" / "file").write_text("x")
         sandbox.give_to(tmp_path, user)
         assert {p.stat().st_uid for p in [tmp_path, *tmp_path.rglob("*")]} == {user}
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="needs a machine without CUDA (a worker asked for a GPU it lacks)")
+def test_a_worker_that_dies_before_importing_the_file_is_the_judges_fault(monkeypatch):
+    """A worker that fails in its own start, before it says it imports the
+    file, is an internal_error (graded again by a batch), never the file's
+    runtime_error: a batch had recorded a judge bug as every student's
+    runtime_error, and a rerun kept it. Here the judge asks a CPU-only
+    machine's worker for the GPU (torch.cuda.init fails in the worker's start)."""
+    from judge import grader, slots
+    made = slots.load_request
+
+    def on_a_missing_gpu(challenge, device, options):
+        return dict(made(challenge, device, options), device="cuda")
+
+    monkeypatch.setattr(slots, "load_request", on_a_missing_gpu)
+    monkeypatch.setattr(grader, "load_request", on_a_missing_gpu, raising=False)
+    result = grade(ROOT / "challenges" / "vector_addition" / "examples" / "correct_block1024.py",
+                   GradeOptions(challenge="vector_addition", device="cpu", seed=7, limits=LIMITS))
+    assert result.verdict.value == "internal_error", result.message
+    assert "before importing the file" in result.message
+

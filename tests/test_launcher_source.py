@@ -27,8 +27,29 @@ SIGNATURES = [
 def test_the_hooks_copy_writes_what_triton_writes(constants, signature, meta):
     write, written = launcher_source.hook_side()
     text = write((constants, signature, meta), {})
-    assert text == driver.make_launcher(constants, signature, meta)
+    assert text == launcher_source.fenced(driver.make_launcher(constants, signature, meta))
     assert written(text)
+
+
+@pytest.mark.parametrize("constants,signature,meta", SIGNATURES)
+def test_every_launcher_tells_the_hook_its_stream_right_before_it_launches(constants, signature, meta):
+    """The fence (judge.worker.launches.stream_fence) is asked from the C
+    text, after the file's launch hook, the last thing before the launch:
+    a kernel launched with stream= on a side stream, or by the launcher
+    object called directly, ran in the timer's head start otherwise."""
+    write, _ = launcher_source.hook_side()
+    text = write((constants, signature, meta), {})
+    launch = text.index("static PyObject* launch(")
+    fence = text.index('PySys_Audit("tritonjudge.kernel_launch"', launch)
+    assert text.index("launch_enter_hook != Py_None", launch) < fence < text.index("  _launch(gridX", launch)
+    assert text.count("tritonjudge.kernel_launch") == 1
+
+
+def test_a_text_without_the_launch_is_refused():
+    with pytest.raises(RuntimeError, match="fence"):
+        launcher_source.fenced("static PyObject* launch(PyObject* self, PyObject* args) { return NULL; }")
+    with pytest.raises(RuntimeError):
+        launcher_source.fenced(None)
 
 
 def test_only_texts_it_wrote_are_approved():
@@ -78,7 +99,8 @@ def test_install_makes_the_tables_read_only_and_asks_for_the_text():
         "    raise SystemExit('the table took a write')\n"
         "except TypeError:\n"
         "    pass\n"
-        "assert driver.make_launcher({}, {0: '*fp32', 1: 'fp32'}, None) == before  # no hook: the installed one\n"
+        "# no hook: the installed generator's text, fenced\n"
+        "assert driver.make_launcher({}, {0: '*fp32', 1: 'fp32'}, None) == launcher_source.fenced(before)\n"
         "print('ok')\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
@@ -100,7 +122,7 @@ def test_constants_holding_objects_give_triton_s_own_text():
     constants = {(3,): object(), (4,): 1024}
     text = write((constants, signature, None), {})
     assert text is not None and written(text)
-    assert text == driver.make_launcher(constants, signature, None)
+    assert text == launcher_source.fenced(driver.make_launcher(constants, signature, None))
 
 
 def test_a_namedtuple_in_the_signature_is_read_as_a_tuple():
@@ -114,4 +136,4 @@ def test_a_namedtuple_in_the_signature_is_read_as_a_tuple():
     constants = {(0, 0): object()}
     text = write((constants, signature, None), {})
     assert text is not None and written(text)
-    assert text == driver.make_launcher(constants, signature, None)
+    assert text == launcher_source.fenced(driver.make_launcher(constants, signature, None))

@@ -161,6 +161,7 @@ class _FakeStream:
 
     def __init__(self):
         self.waited = []
+        self.cuda_stream = id(self)  # its raw handle: the fence compares handles (a launcher names a stream raw)
 
     def wait_stream(self, other):
         self.waited.append(other)

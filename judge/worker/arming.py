@@ -27,7 +27,8 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.kernel_callees", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
                "judge.worker.launch_watch", "judge.worker.kernel_rewrites", "judge.worker.libdevice_cpu",
                "judge.worker.interpreter_state", "judge.worker.arithmetic", "judge.worker.builtin_names",
-               "judge.worker.gpu_builder", "judge.worker.kernel_output", "judge.worker.launch_gate")
+               "judge.worker.gpu_builder", "judge.worker.kernel_output", "judge.worker.launch_gate",
+               "judge.worker.shared_memory")
 # What carries the worker's answers to the judge, below its own code: a file
 # that replaced them could rewrite the outputs on their way (the socket's
 # writer was replaced by one adding the inputs on the host: accepted).
@@ -81,7 +82,11 @@ def own_callables(names) -> list[tuple[object, str]]:
         if module is None:
             continue
         for name, value in list(vars(module).items()):
-            if name.isupper() and isinstance(value, constant):
+            # Read-only tables whatever their name, and the modules a module
+            # names (frontend.audit...): a judge function's globals are within
+            # the file's reach (f.__globals__), and none is ever rebound.
+            if (name.isupper() and isinstance(value, constant)) or type(value) is types.MappingProxyType or (
+                    isinstance(value, types.ModuleType) and not name.startswith("__")):
                 # Its constants too (names the CPU mode's rewrite calls, limits,
                 # rules): none is ever rebound by the worker's own code.
                 pairs.append((module, name))

@@ -85,6 +85,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     getframe = sys._getframe
     import gc
     gc_isenabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
+    from judge.worker.launches import stream_fence
+    fence_stream = stream_fence()
     from judge.worker.rules import RuleViolation
     from judge.worker import attribution, launch_gate
     # The only code that sets a trace function: the CPU mode's gate on solve's
@@ -253,6 +255,9 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 return
             if event == "tritonjudge.launches":  # read by anyone: no secret
                 list.append(box, launch_count[0])
+                return
+            if event == "tritonjudge.kernel_launch":  # Triton's launcher, as it launches: anyone (a fence only orders)
+                fence_stream(args[0] if args else None)
                 return
             if event in ("tritonjudge.native_known", "tritonjudge.launcher_source"):  # anyone: no secret
                 native_open(event, args, box)  # not busy: a launcher's text is written there

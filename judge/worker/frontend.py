@@ -32,9 +32,9 @@ from __future__ import annotations
 import contextlib
 import types
 
-from judge.worker import audit, twins
+from judge.worker import audit, shared_memory, twins
 
-_state: dict = {}  # target, backend
+_state = types.MappingProxyType({})  # target, backend: read-only once install() sets them (a name the seal keeps)
 
 
 def install(capability: int = 90) -> bool:
@@ -49,7 +49,13 @@ def install(capability: int = 90) -> bool:
         backend = make_backend(target)
     except Exception:  # noqa: BLE001 - a Triton without the NVIDIA backend: kernels unchecked
         target = backend = None
-    _state.update(target=target, backend=backend)
+    global _state
+    # Read-only: a judge function's globals are within the file's reach
+    # (f.__globals__, f.__closure__), and a file that set the backend to None
+    # here had every kernel run unchecked.
+    _state = types.MappingProxyType({"target": target, "backend": backend})
+    if backend is not None:
+        shared_memory.install(backend, target)
     from judge.worker import builtin_names
     builtin_names.record()  # before the file is imported: what counts as Triton's own builtins
     if backend is not None:
@@ -330,15 +336,20 @@ def _front_end(twin, packed: tuple):
     # compile_error on the CPU only).
     knobs.runtime.interpret = False
     try:
-        module = source.make_ir(target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(),
-                                context)
-    except CompilationError as exc:
-        return exc
+        try:
+            module = source.make_ir(target, opts, backend.get_codegen_implementation(opts),
+                                    backend.get_module_map(), context)
+        except CompilationError as exc:
+            return exc
+        needs_allocator = "tt.make_tensor_descriptor" in str(module)
+        shared = shared_memory.needed(module, backend, opts, target.arch)  # lowers `module` in place
     finally:
         knobs.runtime.interpret = interpreting
-    if "tt.make_tensor_descriptor" in str(module):
-        return _NEEDS_ALLOCATOR
-    return None
+    if shared is not None and shared > shared_memory.limit():
+        # What the GPU's loader raises for this kernel (a compile_error).
+        from triton.runtime.errors import OutOfResources
+        return OutOfResources(shared, shared_memory.limit(), "shared memory")
+    return _NEEDS_ALLOCATOR if needs_allocator else None
 
 
 def _binder(twin):

@@ -86,11 +86,12 @@ def install(emulate_tf32: bool = True) -> None:
     bench = autotuner.Autotuner._bench
 
     def equal_cost(self, *args, config, **meta):
-        # A config the GPU cannot run (more threads than a block may have)
-        # costs infinity there, as Triton's own benchmark makes it; the
-        # rest cost the same, so the first of them runs.
-        from judge.worker import frontend
-        if frontend.too_big(config.all_kwargs()):
+        # A config the GPU cannot run (more threads than a block may have,
+        # more shared memory than it has) costs infinity there, as Triton's
+        # own benchmark makes it; the rest cost the same, so the first of
+        # them runs.
+        from judge.worker import frontend, shared_memory
+        if frontend.too_big(config.all_kwargs()) or not shared_memory.config_fits(self, args, config, meta):
             return [float("inf")] * 3
         if _runs_its_benchmark(self, config):
             # A GPU's benchmark runs each config's call, hooks included, many

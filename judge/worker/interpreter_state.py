@@ -58,11 +58,13 @@ def _owners() -> list[tuple[object, bool]]:
     from triton._C.libtriton import interpreter as native
     from triton.runtime import interpreter
 
-    from judge.worker import frontend, interpret, libdevice_cpu
+    from judge.worker import cpu_cuda, frontend, interpret, libdevice_cpu, shared_memory
     classes = [value for value in vars(interpreter).values()
                if isinstance(value, type) and value.__module__ == interpreter.__name__]
-    # And the CPU mode's own settings, which are plain dicts in its modules:
-    # the front end's GPU backend (None turned its check off) and the numpy
+    # And the CPU mode's own settings: the front end's GPU backend (None
+    # turned its check off), the GPU described and its shared memory, as the
+    # names their modules bind (read-only tables, but a judge function's
+    # globals are within the file's reach: f.__globals__), and the numpy
     # stand-ins for libdevice.
     # triton.language's values, whose methods a kernel calls: a method a file
     # adds there runs on the data under the interpreter (on the IR on a GPU).
@@ -86,7 +88,8 @@ def _owners() -> list[tuple[object, bool]]:
     python = [sys.modules[name] for name in PYTHON_MODULES if name in sys.modules]
     return [(interpreter, False), (native, False), (numpy, False)] + [(m, False) for m in compiler + numpys + python] \
         + [(cls, True) for cls in classes + language] \
-        + [(frontend._state, True), (libdevice_cpu.made(), True), (interpret.math_methods(), True)] \
+        + [(libdevice_cpu.made(), True), (interpret.math_methods(), True)] \
+        + [(vars(module), False) for module in (frontend, shared_memory, cpu_cuda)] \
         + ([(backend, True)] if backend is not None and hasattr(backend, "__dict__") else [])
 
 

@@ -23,6 +23,16 @@ the generator, or hand its own text to the build. So:
 
 The names the generator reads are sealed too, so that a file that replaced
 one is rejected on the CPU, where no launcher is built, as on a GPU.
+
+Every text also tells the hook, just before it launches, on which stream
+(`fenced`: the event tritonjudge.kernel_launch, judge.worker.launches
+.fence_stream): a timed call's work must start after the timer's start
+event wherever it is launched from. A probe's file launched a kernel
+compiled ahead on a side stream (`kernel[grid](..., stream=...)`), which
+the Python wrappers did not fence; its addition ran in the timer's 2 ms
+head start and was accepted at 0.0017 ms (60 times too fast). The C
+function is the one place every route passes through (a wrapper, the
+launcher object, or its `launch` called directly).
 """
 
 from __future__ import annotations
@@ -33,6 +43,11 @@ import os
 import sys
 import types
 
+# Where the fence goes: right before the launch, after the file's launch
+# hook and the pointer checks have run (Triton 3.6's launcher text).
+_LAUNCH = "  Py_BEGIN_ALLOW_THREADS;\n  _launch("
+_FENCE = ('  if (PySys_Audit("tritonjudge.kernel_launch", "KK", (unsigned long long)_stream, '
+          '(unsigned long long)_function) < 0) return NULL;\n')
 _TABLES = ("FLOAT_STORAGE_TYPE", "FLOAT_PACK_FUNCTION", "TMA_DTYPE_DEVICE_TO_HOST")
 # Set by Triton itself after the start (CudaUtils), never read by the generator.
 _WRITTEN_LATER = frozenset({"PyCUtensorMap"})
@@ -45,6 +60,16 @@ def _driver():
     except Exception:  # noqa: BLE001 - no NVIDIA backend: no launcher is ever built
         return None
     return driver if callable(getattr(driver, "make_launcher", None)) else None
+
+
+def fenced(text, _launch=_LAUNCH, _fence=_FENCE, _type=type, _str=str, _count=str.count, _replace=str.replace):
+    """The launcher's text with the fence before its launch; a text where
+    the launch cannot be found is refused (a launch unfenced would be timed
+    wrong), as for a Triton whose generator writes another text."""
+    if _type(text) is not _str or _count(text, _launch) != 1:
+        raise RuntimeError("Triton's launcher text has no launch where the judge's fence goes (a Triton other "
+                           "than the version the judge supports?)")
+    return _replace(text, _launch, _fence + _launch)
 
 
 def plainer():
@@ -114,7 +139,7 @@ def hook_side():
     any code of the file's reached from here is audited as usual.
     written(src): may the build run on `src` (a text write gave, or the
     driver's C helpers as installed)?"""
-    plain, not_plain = plainer(), NOT_PLAIN
+    plain, not_plain, fence = plainer(), NOT_PLAIN, fenced
     sha256, encode, type_, dict_, str_, set_add = hashlib.sha256, str.encode, type, dict, str, set.add
     approved: set = set()
     driver = _driver()
@@ -144,6 +169,7 @@ def hook_side():
             return None
         if type_(text) is not str_:
             return None
+        text = fence(text)
         set_add(approved, sha256(encode(text, "utf-8")).hexdigest())
         return text
 
@@ -158,7 +184,7 @@ def hook_side():
 _ORIGINAL: dict = {}
 
 
-def source(*args, _audit=sys.audit, _original=_ORIGINAL, **kwargs):
+def source(*args, _audit=sys.audit, _original=_ORIGINAL, _fenced=fenced, **kwargs):
     """triton.backends.nvidia.driver.make_launcher, in the worker: the text
     the hook's generator writes. Before the hook (the warm-up's builds) the
     installed generator writes it; after, a text the hook did not write is
@@ -167,7 +193,7 @@ def source(*args, _audit=sys.audit, _original=_ORIGINAL, **kwargs):
     _audit("tritonjudge.launcher_source", args, kwargs, box)
     if box:
         return box[0]
-    return _original["make_launcher"](*args, **kwargs)
+    return _fenced(_original["make_launcher"](*args, **kwargs))
 
 
 def install() -> None:

@@ -57,6 +57,30 @@ def forget_failure() -> None:
     audit.memo(FAILED, None)
 
 
+def stream_fence():
+    """fence(handle), for the audit hook (judge.worker.audit), what it calls
+    bound now, before the file: a kernel is about to launch on the CUDA
+    stream `handle` (a raw cudaStream_t; Triton's launcher says so through
+    the hook, judge.worker.launcher_source.fenced). During a timed call that
+    stream waits for the timer's, so the kernel cannot run in the head start
+    before the call's start event, and the end event waits for it
+    (judge.timing). Anyone may ask: a fence only adds an ordering."""
+    import torch
+
+    from judge.worker.rules import after_start
+    current, external, add, type_, int_ = torch.cuda.current_stream, torch.cuda.ExternalStream, _streams.add, type, int
+
+    def fence(handle) -> None:
+        if type_(handle) is not int_:
+            return
+        here = current()
+        stream = here if here.cuda_stream == handle else external(handle)
+        add(stream)
+        after_start(stream)
+
+    return fence
+
+
 def take_streams() -> set:
     """The streams launched on since the last call, forgotten as they are read."""
     taken = set(_streams)

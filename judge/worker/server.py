@@ -161,6 +161,10 @@ class Worker:
             trusted = trusted | interpret.HELPER_CALLS
         arming.arm(os.path.abspath(path), self.guard, trusted, sealed + own, self.link.complaint_fd)
         armed = time.monotonic()
+        # Everything before this line is the worker's own: a death before the
+        # judge hears it is the judge's fault, never the file's (a batch had
+        # recorded a judge bug as every student's runtime_error, and kept it).
+        self.reply({"milestone": "importing"})
 
         source = open(path, encoding="utf-8-sig", errors="replace").read()
         try:

@@ -69,6 +69,7 @@ if __name__ == "__main__":
     import argparse
     parser = argparse.ArgumentParser(description="build the judge's Triton cache seed (judge.warm_cache)")
     parser.add_argument("--seed", type=Path, required=True)
-    from judge.worker import tritonkey
+    from judge.worker import launcher_source, tritonkey
     tritonkey.install()  # the workers' key too, so that they find what this process compiles
+    launcher_source.install()  # the workers' launcher texts (fenced), so that they find these launchers
     sys.exit(build_seed(parser.parse_args().seed))
