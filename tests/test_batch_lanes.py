@@ -36,3 +36,27 @@ def test_lane_errors_and_restart(tmp_path):
         pool.close()
     recorded = failure_result(job, second.error, job.options)
     assert recorded["verdict"] == "internal_error" and recorded["submission"] == str(Path(job.path))
+
+
+def test_every_lane_gets_a_file_before_any_lane_takes_its_next(tmp_path):
+    """A lane takes its next file while it grades one (its workers start
+    early): the first lane's thread had taken the second file of a class of
+    two that way, and the second lane idled."""
+    import threading
+    import time
+
+    from judge.batch.lanes import Event
+
+    pool = LanePool.__new__(LanePool)
+    pool.lanes = [type("Lane", (), {"spec": type("Spec", (), {"name": f"cpu{i}"})()})() for i in range(2)]
+    both_started = threading.Barrier(2, timeout=10)
+
+    def call(index, job, following=None):
+        both_started.wait()  # each lane must hold a file at once
+        time.sleep(0.01)
+        return Event("done", job, pool.lanes[index].spec.name, {"verdict": "accepted"}, None, 0.0)
+
+    pool.call = call
+    jobs = [Job(name, tmp_path / f"{name}.py", {}) for name in ("a", "b")]
+    done = [event for event in pool.stream(jobs) if event.kind == "done"]
+    assert sorted((e.job.key, e.lane) for e in done) == [("a", "cpu0"), ("b", "cpu1")]

@@ -212,15 +212,19 @@ class LanePool:
             todo.put(job)
         events: queue.Queue = queue.Queue()
 
+        def take() -> Job | None:
+            try:
+                return todo.get_nowait()
+            except queue.Empty:
+                return None
+        # Each lane's first file is handed out before any lane starts: the
+        # first lane's thread took the second file too, as its next, and a
+        # class of two files was graded by one lane while the other idled.
+        firsts = [take() for _ in self.lanes]
+
         def work(index: int) -> None:
             lane = self.lanes[index]
-
-            def take() -> Job | None:
-                try:
-                    return todo.get_nowait()
-                except queue.Empty:
-                    return None
-            job = take()
+            job = firsts[index]
             while job is not None:
                 # The lane's next file is taken now, so its workers can start
                 # while this one is graded (the order across lanes stays fair).
