@@ -104,6 +104,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     # The code that may ask the hook for a verdict on an operator's origin,
     # for the violations, or (past the seal) to keep an overload's kernel.
     own_requests = frozenset({rules._origin.__code__, globals()["violations"].__code__, gates._keep.__code__})
+    from judge import timing
+    fence_code, measure_code, timer = rules.fence.__code__, timing.measure.__code__, [None]  # the timer's stream
     # Where the worker's own code computes once the file is loaded: its draws of
     # the inputs, its check sums of the timed calls, its reply's read-back.
     windows = (frozenset(sys.modules[name].__file__ for name in ("judge.cases", "judge.distributions",
@@ -251,7 +253,11 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             # list whose append ran while the hook looked away).
             box = args[-1] if args and type(args[-1]) is list else None
             if box is None and event in ("tritonjudge.gated", "tritonjudge.origin", "tritonjudge.verify",
-                                         "tritonjudge.gate_keep", "tritonjudge.memo", "tritonjudge.launches"):
+                                         "tritonjudge.gate_keep", "tritonjudge.memo", "tritonjudge.launches",
+                                         "tritonjudge.timer_stream"):
+                return
+            if event == "tritonjudge.timer_stream":  # read by anyone: no secret
+                list.append(box, timer[0])
                 return
             if event == "tritonjudge.launches":  # read by anyone: no secret
                 list.append(box, launch_count[0])
@@ -287,6 +293,10 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 elif event == "tritonjudge.launch" and asker is count_code and caller.f_back is not None \
                         and caller.f_back.f_code in trusted:
                     launch_count[0] += 1  # from a launch wrapper, once Triton's launch returned
+                    return
+                elif event == "tritonjudge.timer" and asker is fence_code and caller.f_back is not None \
+                        and caller.f_back.f_code is measure_code and args and not blame(caller):
+                    timer[0] = args[0]  # from timing.measure, the worker's own timing (not the file calling it)
                     return
                 elif event in ("tritonjudge.native_source", "tritonjudge.native_trust"):
                     native_build(event, args, caller)  # from compile_module only

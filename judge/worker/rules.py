@@ -47,20 +47,32 @@ from judge.worker.op_tables import (ALLOCATION_OPS, ALLOWED_OPS, COPY_FORMS, COP
 # its own host tensors, whose data still cannot reach a kernel or the host.
 SOLVING = [False]
 
-# While a timed call runs (judge.timing's fence): the stream its start event is on.
+# While a timed call runs (judge.timing's fence): the stream its start event
+# is on. Kept by the audit hook once it is installed, set only by timing.measure's
+# own call of fence (a judge function's globals are within the file's reach,
+# and a list here set to None would have switched the fence off); this list
+# only before the hook (the worker's own tests).
 TIMER_STREAM: list = [None]
 
 
-def fence(stream) -> None:
+def fence(stream, _audit=sys.audit) -> None:
     """timing.measure's fence: the timer's stream around each timed call, else None."""
     TIMER_STREAM[0] = stream
+    _audit("tritonjudge.timer", stream)  # taken from timing.measure's own call only
+
+
+def timer_stream(_audit=sys.audit, _list=list):
+    """The timer's stream during a timed call, else None: as the hook keeps it."""
+    box = _list()
+    _audit("tritonjudge.timer_stream", box)
+    return box[0] if box else TIMER_STREAM[0]
 
 
 def after_start(stream) -> None:
     """Work queued on another stream during a timed call (a Triton launch,
     a torch operator) waits for the timer's stream, so it cannot run in the
     head start before the call's start event (judge.timing)."""
-    timer = TIMER_STREAM[0]
+    timer = timer_stream()
     if timer is not None and stream.cuda_stream != timer.cuda_stream:  # by handle: a launcher names it raw
         stream.wait_stream(timer)
 
@@ -173,7 +185,7 @@ class Guard:
                             guard.check_op(func, args, kwargs, where == "triton")
                 else:
                     guard.check_op(func, args, kwargs, guard.inside_triton())
-                if TIMER_STREAM[0] is not None:
+                if timer_stream() is not None:
                     import torch
                     after_start(torch.cuda.current_stream())
                 return func(*args, **kwargs)
