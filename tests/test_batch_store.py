@@ -211,3 +211,21 @@ def test_a_store_of_another_challenge_is_refused(tmp_path):
     with pytest.raises(UsageError, match="holds results for the challenge relu, not vector_addition.*another --out"):
         open_store(BatchOptions(folder=tmp_path, out=tmp_path, challenge="vector_addition"))
     open_store(BatchOptions(folder=tmp_path, out=tmp_path, challenge="relu")).close()
+
+
+def test_a_file_gone_from_the_class_shows_no_grade_and_gets_it_back_on_return(tmp_path):
+    """Without a roster nothing called a removed file missing: its old grade
+    stayed in the gradebook as "graded" (the sixteenth session's batch probe)."""
+    from judge.batch.store import GONE
+    store = Store(tmp_path)
+    store.sync([entry("a"), entry("b")], [], complete=True)
+    store.record("a", "a" * 64, "cfg", None, accepted())
+    store.record("b", "a" * 64, "cfg", None, accepted())
+    store.sync([entry("b")], [], complete=True)  # a's file was moved away
+    rows = {r["id"]: r for r in store.rows()}
+    assert rows["a"]["status"] == GONE and rows["a"]["verdict"] is None and rows["a"]["score"] is None
+    assert rows["b"]["status"] == "graded" and rows["b"]["verdict"] == "accepted"
+    store.sync([entry("a"), entry("b")], [], complete=True)  # back, unchanged: its result stands, not regraded
+    rows = {r["id"]: r for r in store.rows()}
+    assert rows["a"]["status"] == "graded" and rows["a"]["verdict"] == "accepted"
+    assert store.to_grade(["a", "b"], "cfg") == []

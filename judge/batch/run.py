@@ -278,7 +278,7 @@ def _run_batch(plan: Plan, display_factory) -> BatchOutcome:
         store.set_meta("seed", str(seed))
         store.set_meta("challenge", opts.challenge)
     config = config_key(options)
-    store.sync(found.entries, found.missing, found.skipped)
+    store.sync(found.entries, found.missing, found.skipped, complete=True)
     ids = [e.id for e in found.entries]
     regrade = set(ids) if "all" in opts.regrade else {unicodedata.normalize("NFC", r) for r in opts.regrade}
     for sid in regrade - set(ids):

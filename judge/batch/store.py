@@ -63,6 +63,7 @@ RETRY_VERDICTS = ("internal_error",)
 # large, a link...): "submitted, not graded: REASON". No grade is shown for
 # them, not even one recorded for an earlier file (it stays in the store).
 NOT_GRADED = "submitted, not graded"
+GONE = f"{NOT_GRADED}: no file in the class folder in the last run"
 # SQLite's codes for a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB).
 DAMAGED_CODES = (11, 26)
 
@@ -269,11 +270,14 @@ class Store:
     # --- submissions -------------------------------------------------------------
 
     @guarded
-    def sync(self, entries: Iterable, missing: Iterable, skipped: Iterable = ()) -> None:
+    def sync(self, entries: Iterable, missing: Iterable, skipped: Iterable = (), complete: bool = False) -> None:
         """Record what was found: new files pending, changed files (hash)
         pending again; roster students with no file `missing`; files that
         cannot be graded "submitted, not graded: REASON" (an earlier result
-        of theirs is kept in the store, never shown: rows)."""
+        of theirs is kept in the store, never shown: rows). `complete`: these
+        are the whole class folder, so a student of the store not among them
+        has no file there any more (GONE)."""
+        entries, skipped, missing = list(entries), list(skipped), list(missing)
         with self.transaction():
             for e in entries:
                 self._sync_entry(e)
@@ -281,6 +285,12 @@ class Store:
                 self._set_status(s.id, f"{NOT_GRADED}: {clean(s.reason)}", clean(str(s.path)), s.name, s.email)
             for s in missing:
                 self._set_status(s.id, "missing", None, s.name, s.email)
+            # A file gone from the class folder (no roster to call it missing):
+            # its grade was shown as if it were still there.
+            seen = {x.id for x in (*entries, *skipped, *missing)}
+            for sid, status in self.conn.execute("SELECT id, status FROM submissions").fetchall() if complete else ():
+                if sid not in seen and not not_graded(status):
+                    self._set_status(sid, GONE, None, "", "")
 
     def _sync_entry(self, e) -> None:
         row = self.conn.execute("SELECT sha256 FROM submissions WHERE id = ?", (e.id,)).fetchone()
