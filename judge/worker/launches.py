@@ -159,9 +159,13 @@ def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, l
         sealed.append((cls, "__getitem__"))
         # Loading its binary and building its launcher (a C stub compiled on
         # a new signature) is Triton's own work, when solve asks for it too.
+        # Every route to a launch passes here first (its function and
+        # launcher are made here): the file's own kernels only, also for
+        # Triton's launcher object called directly, which no wrapper sees.
         load = cls._init_handles
 
         def init_handles(self):
+            own_kernel(getattr(getattr(self, "src", None), "fn", None))
             return load(self)
 
         cls._init_handles = init_handles

@@ -79,11 +79,51 @@ def made(fn) -> tuple:
     # The def is run again to make the body: its defaults and annotations are
     # the function's own, not evaluated a second time (a default made by a
     # call had given the check one helper and the body another).
+    if fn.__closure__:
+        # A kernel made in a function (a factory, or solve itself) reads its
+        # closure's names; the body, made from its text at module level,
+        # read them as globals (NameError, or an honest kernel's compile_error
+        # on the CPU only). The GPU compiler reads them (get_capture_scope).
+        body = types.FunctionType(body.__code__, ClosureGlobals(fn), body.__name__)
     body.__defaults__, body.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
     body.__annotations__ = dict(fn.__annotations__)
     kept = (src, start, body, fn)
     audit.memo(("made", id(fn)), kept)
     return kept
+
+
+class ClosureGlobals(dict):
+    """An interpreted body's globals when its function has a closure: the
+    closure's names, then the function's globals, both read at each lookup
+    (a check records the cells, and a cell changed between the check and
+    the run is caught: reads). Holds nothing itself but the builtins."""
+
+    def __init__(self, fn):
+        super().__init__(__builtins__=fn.__globals__.get("__builtins__", __builtins__))
+        self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+        self._space = fn.__globals__
+
+    def __missing__(self, name):
+        cell = self._cells.get(name)
+        if cell is not None:
+            value = _contents(cell)
+            if value is not _MISSING:
+                return value
+        return self._space[name]
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name) -> bool:
+        return name in self._cells or name in self._space
+
+    def items(self):
+        # What Triton's interpreter scans for triton.language (_patch_lang).
+        closed = [(name, _contents(cell)) for name, cell in self._cells.items()]
+        return [*self._space.items(), *((n, v) for n, v in closed if v is not _MISSING)]
 
 
 def _drop_evaluated_parts(tree: ast.Module, name: str) -> None:
@@ -131,7 +171,7 @@ def fresh(fn, state: dict, options: dict | None = None):
     from triton.runtime.jit import JITFunction
     src, start, _, _ = made(fn)
     scope: dict = {}
-    copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, _closure_with_twins(fn, state))
     copy.__kwdefaults__, copy.__module__, copy.__qualname__ = fn.__kwdefaults__, fn.__module__, fn.__qualname__
     copy.__annotations__ = dict(fn.__annotations__)
     twin = JITFunction(copy, **(options or {}))
@@ -141,6 +181,26 @@ def fresh(fn, state: dict, options: dict | None = None):
     state["reads"] += reads(fn)
     scope.update(_with_twins(fn.__globals__, state, {}))
     return twin
+
+
+def _closure_with_twins(fn, state: dict):
+    """`fn`'s closure for its twin: a cell holding an interpreted function
+    (a @jit helper made in the same function) holds its twin instead, which
+    the code generator knows (it refused the interpreted one: "Unsupported
+    function referenced")."""
+    from triton.runtime.interpreter import InterpretedFunction
+    if not fn.__closure__:
+        return fn.__closure__
+    cells = []
+    for cell in fn.__closure__:
+        value = _contents(cell)
+        if type(value) is InterpretedFunction:
+            try:
+                cell = types.CellType(fresh(function_of(value), state, jit_options(value)))
+            except TypeError:  # not over a function: the code generator refuses it if the kernel calls it
+                pass
+        cells.append(cell)
+    return tuple(cells)
 
 
 def _with_twins(namespace: dict, state: dict, modules: dict) -> dict:
@@ -191,7 +251,10 @@ def reads(fn) -> list:
         elif type(value) is core.constexpr:
             out.append((vars(value), "value", vars(value).get("value", _MISSING)))
     for cell in fn.__closure__ or ():
-        out.append((cell, None, _contents(cell)))
+        value = _contents(cell)
+        out.append((cell, None, value))
+        if type(value) is core.constexpr:
+            out.append((vars(value), "value", vars(value).get("value", _MISSING)))
     return out
 
 
