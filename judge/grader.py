@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
+import hashlib
 import os
 import platform
 import shutil
@@ -79,10 +81,25 @@ def choose_device(requested: str | None) -> str:
 def versions() -> dict[str, str]:
     import torch
     import triton
-    out = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
+    out = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
+           "tritonjudge": judge_version()}
     if torch.cuda.is_available():
         out["cuda"] = str(torch.version.cuda)
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def judge_version() -> str:
+    """The judge's version and a digest of its code and challenges: results
+    made by two different judges are told apart (a batch kept a judge bug's
+    verdicts across an upgrade with nothing to show which judge made them)."""
+    from . import __version__
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.rglob("*.py"), *(root.parent / "challenges").rglob("*.toml")]):
+        if "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes())
+    return f"{__version__}+{digest.hexdigest()[:12]}"
 
 
 def prestart(path: str | os.PathLike, options: GradeOptions) -> list:

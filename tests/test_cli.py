@@ -21,6 +21,7 @@ import torch
 import triton
 from click.testing import CliRunner
 
+import judge
 from judge import cases
 from judge import challenge as challenges
 from judge.cli import main
@@ -73,6 +74,7 @@ def _check_json_shape(data: dict) -> None:
     assert data["versions"]["torch"] == torch.__version__
     assert data["versions"]["triton"] == triton.__version__
     assert data["versions"]["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert data["versions"]["tritonjudge"].startswith(judge.__version__ + "+")  # and a digest of its code
     assert isinstance(data["seed"], int)
     names = [c["name"] for c in data["cases"]]
     mm = challenges.load("matrix_multiplication")
