@@ -271,7 +271,9 @@ def baselines(run: Run, case: Case) -> tuple[dict[str, dict] | None, str | None]
     if not gpu.get("available"):
         import torch
         gpu = {"name": torch.cuda.get_device_name(), "driver": "unknown"}
-    key = baselines_mod.cache_key(run.challenge.name, run.challenge.shape_label(case), gpu, versions())
+    # The libraries' versions (not the judge's own: a change to its code leaves torch's and cuBLAS's speed as it was).
+    libraries = {name: value for name, value in versions().items() if name != "tritonjudge"}
+    key = baselines_mod.cache_key(run.challenge.name, run.challenge.shape_label(case), gpu, libraries)
     plan = case_data.input_plan(run.challenge, case)
     seed = case_data.case_seed(run.secret, run.challenge.name, run.seed, case.name, 1000)
     measured, cached = baselines_mod.get(
