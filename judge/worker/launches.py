@@ -93,11 +93,9 @@ def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, l
     With `submission`, a launch runs only the file's own kernels
     (judge.worker.kernel_origin). Returns the wrappers' code objects, and
     the (class, attribute) pairs to seal."""
-    import torch
     from triton.runtime import autotuner, jit
 
     from judge import check_sums
-    from judge.worker.rules import after_start
 
     codes, sealed = set(), []
     foreign = None
@@ -113,12 +111,6 @@ def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, l
             audit.report(broken)
             raise RuleViolation(broken)
 
-    def starting() -> None:
-        if cuda:
-            stream = torch.cuda.current_stream()
-            _streams.add(stream)
-            after_start(stream)
-
     def wrap(cls, counted: bool):
         original = cls.run
 
@@ -126,8 +118,8 @@ def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, l
             if counted:
                 own_kernel(self)
             counting = counted and not kwargs.get("warmup", False)
-            if counting:
-                starting()
+            # Its stream is fenced from the launcher's C code, on every route
+            # (stream_fence), so nothing here.
             result = original(self, *args, **kwargs)
             if counting:
                 count_launch()  # counted once Triton's launch returned: a launch that raised is none
@@ -147,7 +139,6 @@ def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, l
 
             def launch(*args, **kwargs):
                 own_kernel(getattr(getattr(self, "src", None), "fn", None))
-                starting()
                 result = runner(*args, **kwargs)
                 count_launch()
                 return result
