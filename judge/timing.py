@@ -134,8 +134,9 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
     says so: not an in-place argument, which refill has just filled) and
     summed after it, plainly and with ±1 weights by position (the judge
     recomputes both); `refill(r, i)` puts timed call r's fresh inputs into set i.
-    `streams()` returns (and forgets) the streams launched on since it was
-    last asked; `judge_side()` brackets the timer's own tensor work;
+    `streams()` returns the streams launched on since `fence(stream)` went
+    up for this call (the worker's audit hook keeps them, out of the file's
+    reach: judge.worker.launches.take_streams); `judge_side()` brackets the timer's own tensor work;
     `around_call()` brackets each call of solve (the worker's rules: armed
     around the call and its events, not around the timer's own work);
     `ready()`, when given, is called once warm-up is over and just before the
@@ -202,7 +203,6 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
                 if spin:
                     torch.cuda._sleep(spin)
             here = torch.cuda.current_stream()
-            streams()  # forget the streams of earlier calls
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             fence(here)

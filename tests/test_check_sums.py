@@ -112,5 +112,5 @@ def test_on_the_gpu_the_kept_launcher_runs_no_hook_of_triton():
 def test_a_dtype_with_no_launcher_kept_goes_through_torch():
     check_sums.prepare(torch.ones(16, device="cuda"))
     x = torch.randint(-9, 9, (5000,), dtype=torch.int16, device="cuda")
-    assert torch.int16 not in check_sums._LAUNCHERS
+    assert torch.int16 not in check_sums.launchers_kept()
     assert torch.allclose(check_sums.sums([x]), _torch_sums([x]), rtol=1e-12, atol=1e-9)

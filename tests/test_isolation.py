@@ -246,7 +246,8 @@ GPU_EXPECTED = {k: v["verdict"] for k, v in GPU_ENTRIES.items()}
 # whose latency they must be timed at.
 HONEST_TWIN = {"side_stream_head_start.py": "reduction/examples/correct_atomic_chunks.py",
                "compiled_kernel_on_side_stream.py": "vector_addition/examples/correct_block1024.py",
-               "timer_stream_switched_off.py": "vector_addition/examples/correct_block1024.py"}
+               "timer_stream_switched_off.py": "vector_addition/examples/correct_block1024.py",
+               "launched_streams_forgotten.py": "vector_addition/examples/correct_block1024.py"}
 
 
 @pytest.mark.gpu

@@ -7,6 +7,7 @@ reporting path. Runs in the untrusted process, before any of its code."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 
@@ -102,6 +103,38 @@ def own_callables(names) -> list[tuple[object, str]]:
     return pairs
 
 
+# `global NAME` in a module's code: the state its own functions rebind.
+_GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.M)
+
+
+def module_namespaces() -> list[tuple[dict, frozenset]]:
+    """(namespace, the names its own code rebinds) of every judge module
+    loaded, the worker's entry point among them: sealed whole, but for those
+    names, and checked at every operator and launch (judge.worker.seal). A
+    judge function's globals are within the file's reach (f.__globals__,
+    not audited by CPython), and a table rebound there for one call of
+    torch.mm, then back, was unseen by a seal checked after solve. Packages
+    aside: each gains a name as a submodule is imported."""
+    pairs = []
+    for name, module in list(sys.modules.items()):
+        space = vars(module) if isinstance(module, type(sys)) else None
+        if space is None or "__path__" in space:
+            continue
+        path = str(space.get("__file__") or "")
+        if not (name.startswith("judge.") or (name == "__main__" and path.endswith(os.path.join("judge", "worker",
+                                                                                            "__main__.py")))):
+            continue
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        loose = frozenset(item.strip() for found in _GLOBAL_STATEMENT.findall(text) for item in found.split(","))
+        loose |= {"__warningregistry__"}  # the warnings module's record of a module's warnings shown
+        pairs.append((space, loose))
+    return pairs
+
+
 def transport() -> list[tuple[object, str]]:
     import importlib
     pairs = []
@@ -178,5 +211,6 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     import types
     pairs += [(module, name) for module in (torch, torch.cuda) for name, value in list(vars(module).items())
               if callable(value) or isinstance(value, types.ModuleType)]
+    pairs += module_namespaces()
     audit.seal(pairs)
     audit.close_seal()

@@ -86,7 +86,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
     import gc
     gc_isenabled, gc_disable, gc_enable = gc.isenabled, gc.disable, gc.enable
     from judge.worker.launches import stream_fence
-    fence_stream = stream_fence()
+    fence_stream, launched_streams, forget_streams = stream_fence()
     from judge.worker.rules import RuleViolation
     from judge.worker import attribution, launch_gate
     # The only code that sets a trace function: the CPU mode's gate on solve's
@@ -215,7 +215,7 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
         record(message)
         raise RuleViolation(message)
 
-    seal_add, seal_verify = seal_record.recorder(record)  # the seal's record (judge.worker.seal)
+    seal_add, seal_verify, seal_check = seal_record.recorder(record)  # the seal's record (judge.worker.seal)
     # Native code: what may load, which programs start, Triton's builds (judge.worker.native_code).
     from judge.worker import native_code
     native_ok, program_ok, native_open, native_build = native_code.hook_side(refuse)
@@ -254,15 +254,24 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
             box = args[-1] if args and type(args[-1]) is list else None
             if box is None and event in ("tritonjudge.gated", "tritonjudge.origin", "tritonjudge.verify",
                                          "tritonjudge.gate_keep", "tritonjudge.memo", "tritonjudge.launches",
-                                         "tritonjudge.timer_stream"):
+                                         "tritonjudge.timer_stream", "tritonjudge.launched_streams"):
                 return
             if event == "tritonjudge.timer_stream":  # read by anyone: no secret
                 list.append(box, timer[0])
                 return
+            if event == "tritonjudge.launched_streams":  # read by anyone: no secret, and forgets nothing
+                list.append(box, launched_streams())
+                return
             if event == "tritonjudge.launches":  # read by anyone: no secret
                 list.append(box, launch_count[0])
                 return
+            if event == "tritonjudge.check_seal":  # anyone: a check only reports
+                if sealed_closed[0]:
+                    seal_check()
+                return
             if event == "tritonjudge.kernel_launch":  # Triton's launcher, as it launches: anyone (a fence only orders)
+                if sealed_closed[0]:
+                    seal_check()  # every route to a launch passes here, the raw launcher's too
                 fence_stream(args[0] if args else None)
                 return
             if event in ("tritonjudge.native_known", "tritonjudge.launcher_source"):  # anyone: no secret
@@ -297,6 +306,8 @@ def install(submission: str, trusted_codes, reply_fd: int | None = None) -> None
                 elif event == "tritonjudge.timer" and asker is fence_code and caller.f_back is not None \
                         and caller.f_back.f_code is measure_code and args and not blame(caller):
                     timer[0] = args[0]  # from timing.measure, the worker's own timing (not the file calling it)
+                    if args[0] is not None:
+                        forget_streams()  # a timed call starts: the streams its end event waits for, from here
                     return
                 elif event in ("tritonjudge.native_source", "tritonjudge.native_trust"):
                     native_build(event, args, caller)  # from compile_module only
@@ -368,9 +379,17 @@ def close_seal() -> None:
     sys.audit("tritonjudge.close_seal")
 
 
-def report(what: str) -> None:
+def report(what: str, _audit=sys.audit) -> None:
     """Remember a violation where the submission cannot erase it."""
-    sys.audit("tritonjudge.violation", what)
+    _audit("tritonjudge.violation", what)
+
+
+def check_seal(_audit=sys.audit) -> None:
+    """The seal's quick check (judge.worker.seal.recorder), in the hook:
+    every sealed module's names as they were, now. Bound to sys.audit as
+    it was at import (a file rebound this module's `sys` to a namespace
+    whose audit printed: no check ran after that)."""
+    _audit("tritonjudge.check_seal")
 
 
 def memo(key: tuple, *value):
@@ -388,8 +407,8 @@ _early: dict = {}
 
 
 
-def violations() -> list[str]:
+def violations(_audit=sys.audit, _list=list) -> list[str]:
     """The violations recorded so far (after checking the sealed objects)."""
-    box: list[str] = []
-    sys.audit("tritonjudge.verify", box)
+    box: list[str] = _list()
+    _audit("tritonjudge.verify", box)
     return box

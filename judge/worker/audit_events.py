@@ -61,6 +61,11 @@ def checker(submission: str, roots, known, blame, innermost_is_submission, reach
         elif event == "object.__getattr__":
             if args[1] in frame_attrs and innermost_is_submission(frame):
                 refuse(f"no frame introspection ({args[1]})")
+            # What the judge's own functions bind in their defaults (the CPU
+            # mode's records, the modules behind their stand-ins) is theirs:
+            # a module's names are within a file's reach, defaults no longer.
+            if args[1] in ("__defaults__", "__kwdefaults__") and judges_own(args[0]) and blame(frame, True):
+                refuse(f"no reading the judge's own functions' {args[1]}")
         elif event == "sys._getframe":
             if innermost_is_submission(frame):
                 refuse("no frame introspection (sys._getframe)")

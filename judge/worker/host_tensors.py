@@ -48,6 +48,11 @@ except ImportError:  # pragma: no cover - a Triton without host descriptors
 # the CPU worker's mode hands untyped_storage back to its gate, which then
 # saw the file behind the read. Taken as this module loads.
 _NO_FUNCTION_MODES = _C.DisableTorchFunction
+# The record, bound into the functions that keep it (their defaults, which
+# the file may not read: judge.worker.audit_events) and in no module name: a
+# judge function's globals are within the file's reach, and a file that set
+# the default-device flag there in place made its host scratch pass for the
+# GPU's (judge.worker.host_tensors' names are deleted below).
 _host: dict[int, weakref.WeakSet] = {}  # storage address -> the live host tensors on it
 _default_cuda = [False]  # torch.set_default_device("cuda") by the submission
 
@@ -58,7 +63,7 @@ def _storage(tensor) -> int:
     return (tensor.data_ptr() & ~ADDRESS_TAG) - tensor.storage_offset() * tensor.element_size()
 
 
-def set_default_cuda(on: bool) -> None:
+def set_default_cuda(on: bool, _default_cuda=_default_cuda) -> None:
     """The file made "cuda" torch's default device (judge.worker.cpu_cuda
     makes it the CPU's): a tensor it makes with no device is a GPU's."""
     _default_cuda[0] = bool(on)
@@ -78,7 +83,7 @@ def _external(tensor, _storage=_C.TensorBase.untyped_storage, _resizable=_C.Stor
         return False
 
 
-def is_host(tensor) -> bool:
+def is_host(tensor, _host=_host) -> bool:
     import torch
     if not isinstance(tensor, torch.Tensor):
         return False
@@ -93,7 +98,7 @@ def is_host(tensor) -> bool:
     return bool(alive)
 
 
-def _mark(result) -> None:
+def _mark(result, _host=_host) -> None:
     import torch
     for tensor in result if isinstance(result, (tuple, list)) else (result,):
         if isinstance(tensor, torch.Tensor):
@@ -124,7 +129,8 @@ def _tensors(values) -> list:
     return found
 
 
-def after(func, args: tuple, kwargs: dict, result, by_submission: bool) -> None:
+def after(func, args: tuple, kwargs: dict, result, by_submission: bool, _host=_host,
+          _default_cuda=_default_cuda) -> None:
     """Account for one torch call (its arguments as the submission gave
     them, before CUDA was mapped to the CPU): raise the rule a GPU run
     would break, and mark the host tensors it made."""
@@ -357,3 +363,6 @@ def _refuse(source: str, destination: str) -> None:
     """A copy between the host and the GPU, in solve (at import the rules
     do not apply on a GPU either)."""
     _refuse_host(f"a copy from {source} to {destination}")
+
+
+del _host, _default_cuda  # kept in the defaults above only

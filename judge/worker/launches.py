@@ -13,23 +13,21 @@ from __future__ import annotations
 
 import sys
 
-_streams: set = set()  # CUDA streams Triton launched on: the timer waits for all of them
 
-
-def launched() -> int:
+def launched(_audit=sys.audit) -> int:
     """Kernel launches so far (solve's count is the difference around it),
     as the audit hook counted them (count_launch)."""
     box: list = []
-    sys.audit("tritonjudge.launches", box)
+    _audit("tritonjudge.launches", box)
     return box[0] if box else 0
 
 
-def count_launch() -> None:
+def count_launch(_audit=sys.audit) -> None:
     """One more kernel launch, from a launch wrapper below once Triton's
     launch returned, counted in the audit hook (judge.worker.audit): a
     count in the worker's Python was the file's to raise, and a file with
     no kernel met the launch rule."""
-    sys.audit("tritonjudge.launch")
+    _audit("tritonjudge.launch")
 
 
 FAILED = ("launch failed",)  # the audit hook's record of a launch that failed (judge.worker.audit.memo)
@@ -58,34 +56,40 @@ def forget_failure() -> None:
 
 
 def stream_fence():
-    """fence(handle), for the audit hook (judge.worker.audit), what it calls
-    bound now, before the file: a kernel is about to launch on the CUDA
-    stream `handle` (a raw cudaStream_t; Triton's launcher says so through
-    the hook, judge.worker.launcher_source.fenced). During a timed call that
-    stream waits for the timer's, so the kernel cannot run in the head start
-    before the call's start event, and the end event waits for it
-    (judge.timing). Anyone may ask: a fence only adds an ordering."""
+    """(fence, launched, forget) for the audit hook (judge.worker.audit),
+    bound now, before the file. fence(handle): a kernel is about to launch
+    on the CUDA stream `handle` (a raw cudaStream_t; Triton's launcher says
+    so through the hook, judge.worker.launcher_source.fenced). During a timed
+    call that stream waits for the timer's, so the kernel cannot run in the
+    head start before the call's start event, and the end event waits for
+    it (judge.timing). Anyone may ask: a fence only adds an ordering.
+    The streams launched on are kept here, where only the hook reaches
+    them: a set in this module's globals was the file's to empty (a launch
+    wrapper's __globals__), and the end event then waited for none."""
     import torch
 
     from judge.worker.rules import after_start
-    current, external, add, type_, int_ = torch.cuda.current_stream, torch.cuda.ExternalStream, _streams.add, type, int
+    current, external, type_, int_ = torch.cuda.current_stream, torch.cuda.ExternalStream, type, int
+    streams: set = set()
 
     def fence(handle) -> None:
         if type_(handle) is not int_:
             return
         here = current()
         stream = here if here.cuda_stream == handle else external(handle)
-        add(stream)
+        streams.add(stream)
         after_start(stream)
 
-    return fence
+    return fence, streams.copy, streams.clear
 
 
-def take_streams() -> set:
-    """The streams launched on since the last call, forgotten as they are read."""
-    taken = set(_streams)
-    _streams.clear()
-    return taken
+def take_streams(_audit=sys.audit) -> set:
+    """The streams launched on since the timer's fence went up for the
+    current timed call (the hook forgets them there, judge.worker.rules.fence:
+    from timing.measure only), or since the last timed call."""
+    box: list = []
+    _audit("tritonjudge.launched_streams", box)
+    return set(box[0]) if box else set()
 
 
 def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, list]:
@@ -114,7 +118,8 @@ def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, l
     def wrap(cls, counted: bool):
         original = cls.run
 
-        def run(self, *args, **kwargs):
+        def run(self, *args, _audit=sys.audit, **kwargs):
+            _audit("tritonjudge.check_seal")  # the seal, at every launch (judge.worker.seal)
             if counted:
                 own_kernel(self)
             counting = counted and not kwargs.get("warmup", False)
@@ -137,7 +142,8 @@ def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, l
         def getitem(self, grid):
             runner = original(self, grid)
 
-            def launch(*args, **kwargs):
+            def launch(*args, _audit=sys.audit, **kwargs):
+                _audit("tritonjudge.check_seal")
                 own_kernel(getattr(getattr(self, "src", None), "fn", None))
                 result = runner(*args, **kwargs)
                 count_launch()
@@ -155,7 +161,8 @@ def hook_triton(cuda: bool, submission: str | None = None) -> tuple[frozenset, l
         # Triton's launcher object called directly, which no wrapper sees.
         load = cls._init_handles
 
-        def init_handles(self):
+        def init_handles(self, _audit=sys.audit):
+            _audit("tritonjudge.check_seal")
             own_kernel(getattr(getattr(self, "src", None), "fn", None))
             return load(self)
 

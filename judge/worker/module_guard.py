@@ -71,26 +71,32 @@ def hide_own(written_by_submission, refuse, getframe) -> None:
     # which object.__getattribute__ handed a file past the check.
     reals: dict[int, types.ModuleType] = {}
 
+    # What the stand-ins use is bound in their defaults, not their closure:
+    # a closure's cells are plain reads (f.__closure__), and the file took
+    # every real module from `reals` there; defaults it may not read
+    # (judge.worker.audit_events).
     class Own(types.ModuleType):
-        def __getattribute__(self, attr):
-            real = reals[id(self)]
-            if attr in machinery:
-                return getattr(real, attr)
-            if written_by_submission(getframe(1)):
-                refuse(f"no reaching the judge's own modules: {real.__name__}.{attr}")
-            return getattr(real, attr)
+        def __getattribute__(self, attr, _reals=reals, _machinery=machinery, _getattr=getattr,
+                             _written=written_by_submission, _refuse=refuse, _frame=getframe):
+            real = _reals[id(self)]
+            if attr in _machinery:
+                return _getattr(real, attr)
+            if _written(_frame(1)):
+                _refuse(f"no reaching the judge's own modules: {real.__name__}.{attr}")
+            return _getattr(real, attr)
 
-        def __setattr__(self, attr, value):
-            real = reals[id(self)]
-            if written_by_submission(getframe(1)):
-                refuse(f"no changing the judge's own modules: {real.__name__}.{attr}")
-            setattr(real, attr, value)
+        def __setattr__(self, attr, value, _reals=reals, _setattr=setattr, _written=written_by_submission,
+                        _refuse=refuse, _frame=getframe):
+            real = _reals[id(self)]
+            if _written(_frame(1)):
+                _refuse(f"no changing the judge's own modules: {real.__name__}.{attr}")
+            _setattr(real, attr, value)
 
         def __delattr__(self, attr):
             self.__setattr__(attr, None)
 
-        def __dir__(self):
-            return dir(reals[id(self)])
+        def __dir__(self, _reals=reals, _dir=dir):
+            return _dir(_reals[id(self)])
 
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""

@@ -68,11 +68,13 @@ def timer_stream(_audit=sys.audit, _list=list):
     return box[0] if box else TIMER_STREAM[0]
 
 
-def after_start(stream) -> None:
+def after_start(stream, _timer_stream=timer_stream) -> None:
     """Work queued on another stream during a timed call (a Triton launch,
     a torch operator) waits for the timer's stream, so it cannot run in the
-    head start before the call's start event (judge.timing)."""
-    timer = timer_stream()
+    head start before the call's start event (judge.timing). (What it calls
+    is bound here: this module's names are within a file's reach for a
+    moment between two checks of the seal.)"""
+    timer = _timer_stream()
     if timer is not None and stream.cuda_stream != timer.cuda_stream:  # by handle: a launcher names it raw
         stream.wait_stream(timer)
 
@@ -106,10 +108,10 @@ class Guard:
         self._watching = False  # watch(): the mode stays in force after the file is imported
         self._in_solve = False  # within armed() (a flag the file may flip: either way is as strict)
 
-    def flag(self, what: str) -> None:
+    def flag(self, what: str, _audit=sys.audit) -> None:
         if self.violation is None:
             self.violation = what
-        sys.audit("tritonjudge.violation", what)  # the audit hook answers the judge and ends the worker
+        _audit("tritonjudge.violation", what)  # the audit hook answers the judge and ends the worker
         raise RuleViolation(what)
 
     def inside_triton(self, depth: int = 2) -> bool:
@@ -160,9 +162,12 @@ class Guard:
                 # in a worker) at the first torch op of a submission's solve.
                 return False
 
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None, _audit=sys.audit, _tensor=torch.Tensor):
+                # The seal first: the tables below are module names, which a
+                # file reaching a judge function's globals rebinds for one call.
+                _audit("tritonjudge.check_seal")
                 kwargs = kwargs or {}
-                subclasses = [t for t in types if t is not _TENSOR[0]]
+                subclasses = [t for t in types if t is not _tensor]  # (bound: a list's item was the file's to set)
                 if subclasses:
                     # A tensor subclass's own __torch_dispatch__ would run
                     # after this check, with this mode set aside.
@@ -318,7 +323,7 @@ class Guard:
                                                 f"(its dispatch mode was not in force {when})")
 
     @contextlib.contextmanager
-    def armed(self):
+    def armed(self, _audit=sys.audit):
         from torch.utils._python_dispatch import _get_current_dispatch_mode
         own_mode = not self._watching  # once watching, the mode stays in force between calls too
         if own_mode:
@@ -334,6 +339,7 @@ class Guard:
         try:
             yield self
         finally:
+            _audit("tritonjudge.check_seal")  # (and at every operator and launch in solve)
             self._in_solve = SOLVING[0] = False
             if not self._unpatch_threads() and self.violation is None:
                 self.violation = "rule: solve tampered with the judge's operator guard (threading.Thread.start replaced)"

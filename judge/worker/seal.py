@@ -17,13 +17,27 @@ from judge.worker.refusals import named_builtins
 
 
 def recorder(record):
-    """(add, verify) over one record kept in their closure: add(pairs) takes
-    pairs as they are now; verify() reports the first change through
-    `record` (the hook's, which answers the judge and ends the worker)."""
-    any, dict, getattr, id, isinstance, sorted, tuple, type = named_builtins(
-        "any dict getattr id isinstance sorted tuple type")
+    """(add, verify, check) over one record kept in their closure: add(pairs)
+    takes pairs as they are now; verify() reports the first change through
+    `record` (the hook's, which answers the judge and ends the worker);
+    check() is verify's quick form, asked at every operator the guard sees
+    and every kernel launch: a change that lasts only for a moment (a
+    table swapped around one torch.mm, then back) meets it there."""
+    all, any, dict, getattr, id, isinstance, len, map, set, sorted, str, tuple, type, zip = named_builtins(
+        "all any dict getattr id isinstance len map set sorted str tuple type zip")
+    from operator import attrgetter, is_
+    contents_of = attrgetter("cell_contents")
     function = type(recorder)
     sealed: list = []
+    # What check() compares, as add() found it: whole namespaces (the judge's
+    # modules and Python's builtins, never changed once the file may run;
+    # torch.Tensor's is, by the guard itself during solve) by the identity of
+    # every value in order, and single entries of plain dicts (the guard's own
+    # state) by identity.
+    spaces: list = []
+    entries: list = []
+    cells: list = []  # the filled cells of the judge's own sealed functions (none is ever rebound: no nonlocal)
+    contents: list = []
 
     def fingerprint(value) -> tuple:
         if not isinstance(value, function):  # (a lazy namespace answers any attribute: torch.classes)
@@ -35,19 +49,33 @@ def recorder(record):
 
     def add(pairs) -> None:
         for owner, name in pairs:
-            if name is None:  # a whole namespace: no member added, removed or replaced
-                sealed.append((owner, None, dict(owner), ()))
+            if name is None or type(name) is frozenset:
+                # A whole namespace: no member added, removed or replaced, but
+                # for the names in `name` (those its own code rebinds: state).
+                loose = name or frozenset()
+                kept = {key: value for key, value in owner.items() if key not in loose}
+                sealed.append((owner, None, kept, loose))
+                if "__build_class__" in owner or ("__spec__" in owner and "__name__" in owner):
+                    spaces.append((owner, len(owner), tuple(kept), tuple(kept.values()), loose))
                 continue
             value = owner.get(name) if isinstance(owner, dict) else getattr(owner, name)
             sealed.append((owner, name, value, fingerprint(value)))
+            if type(owner) is dict and "__name__" not in owner:
+                entries.append((owner.get, name, value))
+            if isinstance(value, function) and str(getattr(value, "__module__", "")).startswith("judge."):
+                for cell in value.__closure__ or ():
+                    if _filled(cell):
+                        cells.append(cell)
+                        contents.append(cell.cell_contents)
 
     def verify() -> None:
         for owner, name, value, print_ in sealed:
             if name is None:
-                if owner.keys() != value.keys() or any(owner[key] is not was for key, was in value.items()):
-                    changed = sorted(key for key in owner.keys() | value.keys()
+                keys = owner.keys() - print_
+                if keys != value.keys() or any(owner.get(key, value) is not was for key, was in value.items()):
+                    changed = sorted(key for key in keys | value.keys()
                                      if owner.get(key, value) is not value.get(key, owner))
-                    what = "builtins" if "__build_class__" in value else "torch.Tensor"
+                    what = "builtins" if "__build_class__" in value else value.get("__name__", "torch.Tensor")
                     record(f"rule: no changes to {what} (the worker's own code uses them after solve): "
                            f"{what}.{', '.join(changed[:3])} was changed")
                     return
@@ -58,7 +86,31 @@ def recorder(record):
                        f"({getattr(owner, '__name__', type(owner).__name__)}.{name} was changed)")
                 return
 
-    return add, verify
+    def check() -> None:
+        for owner, size, keys, values, loose in spaces:
+            if not all(map(is_, map(owner.get, keys), values)) or (
+                    len(owner) != size and (owner.keys() - loose) != set(keys)):
+                return changed(owner, keys, values, loose)
+        for get, name, value in entries:
+            if get(name) is not value:
+                return verify()
+        try:
+            same = all(map(is_, map(contents_of, cells), contents))
+        except ValueError:  # a cell emptied
+            same = False
+        if not same:
+            verify()  # (it compares the cells too: the fingerprint)
+            record("rule: the submission tampered with the judge's guard (a closure of the judge's own was changed)")
+
+    def changed(owner, keys, values, loose) -> None:
+        was = dict(zip(keys, values))
+        names = sorted(key for key in (owner.keys() - loose) | was.keys()
+                       if owner.get(key, was) is not was.get(key, owner))
+        where = "builtins" if "__build_class__" in owner else owner.get("__name__", "a module")
+        record(f"rule: the submission tampered with the judge's guard ({where}.{', '.join(names[:3]) or '?'} "
+               "was changed)")
+
+    return add, verify, check
 
 
 def _filled(cell, error=ValueError) -> bool:
