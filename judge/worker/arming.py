@@ -186,6 +186,17 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     from judge.worker import interpreter_state
     pairs += [(interpreter_state, name) for name in ("_recorded", "_builder", "_instances", "_errors", "_MISSING",
                                                              "_UNSETTABLE")]
+    # And the judge's own functions it records in Triton's interpreter (the
+    # launch's wrappers, the watches): their closures' cells are a plain
+    # write away (f.__closure__[i].cell_contents).
+    # Their cells only: the members themselves are put back before each
+    # launch, and the verdict is then the GPU's (interpreter_taught_to_add.py).
+    import types as _types
+    from judge.worker.seal import CELLS
+    for owner, members, _exact, _kind in interpreter_state._recorded or ():
+        pairs += [(value, CELLS) for name, value in members.items()
+                  if isinstance(value, _types.FunctionType) and str(getattr(value, "__module__", "")).startswith("judge.")
+                  and value.__closure__]
     # The record of torch the worker's draws run on, and the modules judge.cases draws with.
     from judge import cases
     from judge.worker import pristine

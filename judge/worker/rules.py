@@ -162,7 +162,8 @@ class Guard:
                 # in a worker) at the first torch op of a submission's solve.
                 return False
 
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None, _audit=sys.audit, _tensor=torch.Tensor):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None, _audit=sys.audit, _tensor=torch.Tensor,
+                                   guard=guard):
                 # The seal first: the tables below are module names, which a
                 # file reaching a judge function's globals rebinds for one call.
                 _audit("tritonjudge.check_seal")
@@ -268,9 +269,9 @@ class Guard:
             # (torch.Tensor's own, or inherited from its C class: put back as it was, not copied down)
             self._originals[method] = original if method in vars(torch.Tensor) else None
 
-            def wrapper(tensor, *args, _method=method, _original=original, **kwargs):
-                if not guard.inside_triton():
-                    guard.flag(f"rule: no host round trip of the data: Tensor.{_method}() in solve (no torch "
+            def wrapper(tensor, *args, _method=method, _original=original, _guard=guard, **kwargs):
+                if not _guard.inside_triton():
+                    _guard.flag(f"rule: no host round trip of the data: Tensor.{_method}() in solve (no torch "
                                "tensor is read on the host there, a table of the file's own either: keep host "
                                "constants in Python numbers or lists)")
                 return _original(tensor, *args, **kwargs)
@@ -299,8 +300,10 @@ class Guard:
         guard, original_start = self, threading.Thread.start
         self._thread_start = original_start
 
-        def start(thread, *args, **kwargs):
-            return _start_guarded(guard, original_start, thread, *args, **kwargs)
+        # (bound in defaults, not a closure: its cells were a plain write
+        # away, through threading.Thread.start.__closure__, during solve)
+        def start(thread, *args, _guard=guard, _original=original_start, _started=_start_guarded, **kwargs):
+            return _started(_guard, _original, thread, *args, **kwargs)
 
         threading.Thread.start = self._thread_wrapper = start
 

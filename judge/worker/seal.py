@@ -16,6 +16,9 @@ from __future__ import annotations
 from judge.worker.refusals import named_builtins
 
 
+CELLS = "<cells>"  # a pair (function, CELLS): only what its closure's cells hold is sealed
+
+
 def recorder(record):
     """(add, verify, check) over one record kept in their closure: add(pairs)
     takes pairs as they are now; verify() reports the first change through
@@ -49,6 +52,9 @@ def recorder(record):
 
     def add(pairs) -> None:
         for owner, name in pairs:
+            if name == CELLS:
+                take_cells(owner)
+                continue
             if name is None or type(name) is frozenset:
                 # A whole namespace: no member added, removed or replaced, but
                 # for the names in `name` (those its own code rebinds: state).
@@ -63,10 +69,13 @@ def recorder(record):
             if type(owner) is dict and "__name__" not in owner:
                 entries.append((owner.get, name, value))
             if isinstance(value, function) and str(getattr(value, "__module__", "")).startswith("judge."):
-                for cell in value.__closure__ or ():
-                    if _filled(cell):
-                        cells.append(cell)
-                        contents.append(cell.cell_contents)
+                take_cells(value)
+
+    def take_cells(value) -> None:
+        for cell in getattr(value, "__closure__", None) or ():
+            if _filled(cell):
+                cells.append(cell)
+                contents.append(cell.cell_contents)
 
     def verify() -> None:
         for owner, name, value, print_ in sealed:
@@ -85,6 +94,7 @@ def recorder(record):
                 record(f"rule: the submission tampered with the judge's guard "
                        f"({getattr(owner, '__name__', type(owner).__name__)}.{name} was changed)")
                 return
+        check()
 
     def check() -> None:
         for owner, size, keys, values, loose in spaces:
