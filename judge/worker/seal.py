@@ -13,7 +13,11 @@ builtins.sorted swapped, ran torch.add there).
 
 from __future__ import annotations
 
+import sys
+
 from judge.worker.refusals import named_builtins
+
+_MODULE = type(sys)
 
 
 CELLS = "<cells>"  # a pair (function, CELLS): only what its closure's cells hold is sealed
@@ -26,11 +30,12 @@ def recorder(record):
     check() is verify's quick form, asked at every operator the guard sees
     and every kernel launch: a change that lasts only for a moment (a
     table swapped around one torch.mm, then back) meets it there."""
-    all, any, dict, getattr, id, isinstance, len, map, set, sorted, str, tuple, type, zip = named_builtins(
-        "all any dict getattr id isinstance len map set sorted str tuple type zip")
+    all, any, dict, getattr, id, isinstance, len, map, set, sorted, str, tuple, type, vars, zip = named_builtins(
+        "all any dict getattr id isinstance len map set sorted str tuple type vars zip")
     from operator import attrgetter, is_
     contents_of = attrgetter("cell_contents")
     function = type(recorder)
+    module = _MODULE
     sealed: list = []
     # What check() compares, as add() found it: whole namespaces (the judge's
     # modules and Python's builtins, never changed once the file may run;
@@ -68,6 +73,8 @@ def recorder(record):
             sealed.append((owner, name, value, fingerprint(value)))
             if type(owner) is dict and "__name__" not in owner:
                 entries.append((owner.get, name, value))
+            elif isinstance(owner, module) and str(getattr(owner, "__name__", "")).startswith("judge."):
+                entries.append((vars(owner).get, name, value))  # (its state set once, before the file: _GATED)
             if isinstance(value, function) and str(getattr(value, "__module__", "")).startswith("judge."):
                 take_cells(value)
 
