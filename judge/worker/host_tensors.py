@@ -53,7 +53,7 @@ _NO_FUNCTION_MODES = _C.DisableTorchFunction
 # judge function's globals are within the file's reach, and a file that set
 # the default-device flag there in place made its host scratch pass for the
 # GPU's (judge.worker.host_tensors' names are deleted below).
-_host: dict[int, weakref.WeakSet] = {}  # storage address -> the live host tensors on it
+_host: dict[int, list] = {}  # storage address -> weak references to the live host tensors on it
 _default_cuda = [False]  # torch.set_default_device("cuda") by the submission
 
 
@@ -92,17 +92,22 @@ def is_host(tensor, _host=_host) -> bool:
     if not _host:
         return False
     key = _storage(tensor)
-    alive = _host.get(key)
-    if alive is not None and not alive:
+    refs = _host.get(key)
+    alive = refs is not None and any(ref() is not None for ref in refs)
+    if refs is not None and not alive:
         del _host[key]  # every tensor on it is gone: the address may be reused
-    return bool(alive)
+    return alive
 
 
 def _mark(result, _host=_host) -> None:
     import torch
     for tensor in result if isinstance(result, (tuple, list)) else (result,):
         if isinstance(tensor, torch.Tensor):
-            _host.setdefault(_storage(tensor), weakref.WeakSet()).add(tensor)
+            # Plain references, with no callback: a WeakSet's reference hands
+            # its set back to anyone holding the tensor (weakref.getweakrefs(t)
+            # -> __callback__ -> its defaults), and a file emptied it.
+            refs = _host.setdefault(_storage(tensor), [])
+            refs[:] = [ref for ref in refs if ref() is not None] + [weakref.ref(tensor)]
 
 
 def _names(device) -> str | None:

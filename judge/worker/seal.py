@@ -89,9 +89,13 @@ def recorder(record):
             if name is None:
                 keys = owner.keys() - print_
                 if keys != value.keys() or any(owner.get(key, value) is not was for key, was in value.items()):
-                    changed = sorted(key for key in keys | value.keys()
+                    changed = sorted(_named(key) for key in keys | value.keys()
                                      if owner.get(key, value) is not value.get(key, owner))
-                    what = "builtins" if "__build_class__" in value else value.get("__name__", "torch.Tensor")
+                    if "__spec__" in value and "__name__" in value:  # a judge module's
+                        record(f"rule: the submission tampered with the judge's guard "
+                               f"({_named(value['__name__'])}.{', '.join(changed[:3])} was changed)")
+                        return
+                    what = "builtins" if "__build_class__" in value else "torch.Tensor"
                     record(f"rule: no changes to {what} (the worker's own code uses them after solve): "
                            f"{what}.{', '.join(changed[:3])} was changed")
                     return
@@ -121,13 +125,19 @@ def recorder(record):
 
     def changed(owner, keys, values, loose) -> None:
         was = dict(zip(keys, values))
-        names = sorted(key for key in (owner.keys() - loose) | was.keys()
+        names = sorted(_named(key) for key in (owner.keys() - loose) | was.keys()
                        if owner.get(key, was) is not was.get(key, owner))
         where = "builtins" if "__build_class__" in owner else owner.get("__name__", "a module")
         record(f"rule: the submission tampered with the judge's guard ({where}.{', '.join(names[:3]) or '?'} "
                "was changed)")
 
     return add, verify, check
+
+
+def _named(key, _type=type, _str=str) -> str:
+    """A namespace's key for a message: a key of the file's may be any
+    object, whose own __str__ or ordering must not run inside the hook."""
+    return key if _type(key) is _str else "(a key that is not a string)"
 
 
 def _filled(cell, error=ValueError) -> bool:
