@@ -39,7 +39,7 @@ TORCH_ALLOWED = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_lik
 PLAIN_MODULES = {"math", "operator", "functools", "itertools", "builtins", "statistics", "typing", "triton", "tl"}
 TENSOR_COMPUTE = {"matmul", "mm", "bmm", "addmm", "einsum", "sum", "mean", "softmax", "log_softmax", "cumsum",
                   "flip", "relu", "sort", "topk", "max", "min", "argmax", "argmin", "exp", "conv1d", "conv2d",
-                  "transpose_", "add", "sub", "mul", "div", "t_", "prod", "norm", "tanh", "sigmoid",
+                  "add", "sub", "mul", "div", "prod", "norm", "tanh", "sigmoid",
                   "__matmul__", "dot", "outer", "cpu", "numpy", "tolist", "item"}
 
 

@@ -56,6 +56,11 @@ def _keeps_order(name: str, args, kwargs) -> bool:
         dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
         ranks = {rank(t) for t in tensors if isinstance(t, torch.Tensor) and numel(t)}
         return type(dim) is int and all(dim % r == 0 for r in ranks if r)
+    if name == "stack":  # along the first dimension only, as cat
+        tensors = args[0] if args else kwargs.get("tensors", ())
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+        ranks = {rank(t) for t in tensors if isinstance(t, torch.Tensor)}
+        return type(dim) is int and all(dim % (r + 1) == 0 for r in ranks)
     if name == "constant_pad_nd":
         pad = args[1] if len(args) > 1 else kwargs.get("pad", ())
         return all(type(p) is int and p >= 0 for p in pad)

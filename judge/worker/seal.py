@@ -34,6 +34,7 @@ def recorder(record):
         "all any dict getattr id isinstance len map set sorted str tuple type vars zip")
     from operator import attrgetter, is_
     contents_of = attrgetter("cell_contents")
+    dict_get = dict.get  # (builtins' dict, bound as the record is made)
     function = type(recorder)
     module = _MODULE
     sealed: list = []
@@ -107,7 +108,35 @@ def recorder(record):
                 return
         check()
 
+    flat: list = []  # (owners, keys, values, namespaces, sizes): every compare in one pass, made at the first check
+
     def check() -> None:
+        if not flat:
+            flat.extend(([], [], [], [space[0] for space in spaces], [space[1] for space in spaces]))
+            for owner, _size, keys, values, _loose in spaces:
+                flat[0].extend([owner] * len(keys))
+                flat[1].extend(keys)
+                flat[2].extend(values)
+            whole = {id(space[0]): space[4] for space in spaces}  # namespace -> its loose names
+            for get, name, value in entries:
+                owner = get.__self__
+                if id(owner) in whole and name not in whole[id(owner)]:
+                    continue  # compared with its whole namespace already
+                flat[0].append(owner)
+                flat[1].append(name)
+                flat[2].append(value)
+        owners, keys, values, namespaces, sizes = flat
+        try:
+            same = all(map(is_, map(dict_get, owners, keys), values)) and list(map(len, namespaces)) == sizes \
+                and all(map(is_, map(contents_of, cells), contents))
+        except ValueError:  # a cell emptied
+            same = False
+        if not same:
+            slow_check()
+
+    def slow_check() -> None:
+        """Which change: as check(), one owner at a time (also where a
+        module's own state was first bound after the seal: not a change)."""
         for owner, size, keys, values, loose in spaces:
             if not all(map(is_, map(owner.get, keys), values)) or (
                     len(owner) != size and (owner.keys() - loose) != set(keys)):
