@@ -37,9 +37,9 @@ STEPS = ["timing_warm_up", "timing_window", "timing_buffers", "timing_unpack", "
          "timing_call_sums", "timing_clock_check"]
 
 
-def submit(golden: goldens.Golden, seed: int, workers: int | None = None) -> dict:
+def submit(golden: goldens.Golden, seed: int, workers: int | None = None, gpu_lock: str = "auto") -> dict:
     started = time.monotonic()
-    extra = ["--workers", str(workers)] if workers else []
+    extra = (["--workers", str(workers)] if workers else []) + ["--gpu-lock", gpu_lock]
     proc = subprocess.run([sys.executable, "-m", "judge.cli", "submit", str(golden.path), "--challenge",
                            golden.challenge, "--json", "--seed", str(seed)] + extra,
                           capture_output=True, text=True, cwd=ROOT, check=False)
@@ -102,6 +102,7 @@ def main() -> int:
     ap.add_argument("--only", default="", help="only files whose path contains this")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--workers", type=int, default=None, help="judge submit --workers (default: the judge's)")
+    ap.add_argument("--gpu-lock", default="auto", help="judge submit --gpu-lock (default: auto)")
     ap.add_argument("--batch", type=Path, help="a batch_gpu.json to summarise as well")
     ap.add_argument("--one-per-challenge", action="store_true",
                     help="cold: every accepted matrix multiplication example, one of each other challenge")
@@ -126,9 +127,9 @@ def main() -> int:
         warm = {}
         for golden in chosen:  # one grading per challenge first: the judge's cache, the baselines
             if golden.challenge not in warm:
-                warm[golden.challenge] = submit(golden, ns.seed, ns.workers)
+                warm[golden.challenge] = submit(golden, ns.seed, ns.workers, ns.gpu_lock)
         for golden in chosen:
-            report["cold"].append(submit(golden, ns.seed, ns.workers))
+            report["cold"].append(submit(golden, ns.seed, ns.workers, ns.gpu_lock))
             r = report["cold"][-1]
             print(f"{r['path']:60s} {r.get('verdict')!s:12s} wall {r['wall_s']:.1f} s "
                   f"{ {k: (r.get('phases') or {}).get(k) for k in PHASES} } timing {r.get('timing')}", flush=True)

@@ -27,6 +27,32 @@ class _Group(click.Group):
             sys.exit(2)
 
 
+# --gpu-lock, for submit and check: gradings that share a GPU take turns to time.
+_GPU_LOCK_HELP = ("On a GPU, how this grading shares it with other gradings. auto (default): gradings of "
+                  "yours on this machine take turns to time, and none runs cases beside another's timing "
+                  "(lock files in ~/.cache/tritonjudge/gpu-locks, or $JUDGE_GPU_LOCKS); a folder: the lock "
+                  "files there, for the gradings that name it; off: no lock, for a GPU that is yours alone "
+                  "(gradings run side by side can then disturb each other's timing).")
+
+
+def _gpu_lock_spec(value: str, device: str | None) -> str | None:
+    """--gpu-lock as GradeOptions.gpu_lock (None where no GPU will be used)."""
+    from . import gpu_lock
+    from .slots import guess_device
+    if value == "off" or (device or guess_device()) == "cpu":
+        return None
+    if value == "auto":
+        spec = gpu_lock.default_spec()
+        if spec is None:
+            click.secho("warning: no folder for GPU lock files could be made; grading without "
+                        "(set JUDGE_GPU_LOCKS to a folder of yours)", fg="yellow", err=True)
+        return spec
+    spec = gpu_lock.default_spec(Path(value).expanduser())
+    if spec is None:
+        raise UsageError(f"--gpu-lock {value}: not a folder of yours that can be written to")
+    return spec
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tritonjudge", prog_name="judge")
 @click.option("--leetgpu-repo", type=click.Path(file_okay=False, path_type=Path), envvar="JUDGE_LEETGPU_REPO",
@@ -142,8 +168,9 @@ def init(name, path):
                    "compiling) before it ends in time_limit_exceeded (default 20).")
 @click.option("--total-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for the whole submission (default 900).")
+@click.option("--gpu-lock", default="auto", show_default=True, metavar="auto|off|FOLDER", help=_GPU_LOCK_HELP)
 def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_answer, no_timing,
-           scoring_file, refresh_baselines, workers, case_timeout, idle_timeout, total_timeout):
+           scoring_file, refresh_baselines, workers, case_timeout, idle_timeout, total_timeout, gpu_lock):
     """Grade the submission file PATH.
 
     Exit status: 0 accepted, 1 any other verdict, 2 usage error."""
@@ -169,7 +196,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
         options = GradeOptions(challenge=challenge_name, device=device, policy=policy, seed=seed,
                                stop_on_wrong_answer=stop_on_wrong_answer, time=not no_timing,
                                refresh_baselines=refresh_baselines, workers=workers, scoring=load_policy(scoring_file, scoring_for(challenge, policy)),
-                               limits=Limits(**limits))
+                               limits=Limits(**limits), gpu_lock=_gpu_lock_spec(gpu_lock, device))
     except ValidationError as exc:
         raise UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
     if as_json:
@@ -197,7 +224,8 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
 @click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Run seed, to reproduce a run's case data.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), help="Default: cuda if available, else cpu.")
 @click.option("--workers", type=click.IntRange(1, 16), default=None, help="Worker processes (as for submit).")
-def check(path, challenge_name, gpu, as_json, seed, device, workers):
+@click.option("--gpu-lock", default="auto", show_default=True, metavar="auto|off|FOLDER", help=_GPU_LOCK_HELP)
+def check(path, challenge_name, gpu, as_json, seed, device, workers, gpu_lock):
     """Self-check PATH before posting it to LeetGPU.
 
     \b
@@ -221,7 +249,7 @@ def check(path, challenge_name, gpu, as_json, seed, device, workers):
                            # every other policy too: a case LeetGPU's tolerance fails where an
                            # error bound passes it is said as the data's chance, not a verdict
                            also_policies=[name for name in challenge.tolerance.policies if name != leet_policy],
-                           emulate_tf32=gpu != "t4")
+                           emulate_tf32=gpu != "t4", gpu_lock=_gpu_lock_spec(gpu_lock, device))
     if as_json:
         outcome = checking.answer(challenge, path, grade(path, options), gpu)
         click.echo(outcome.model_dump_json(indent=1))

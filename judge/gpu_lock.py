@@ -1,5 +1,7 @@
-"""One GPU shared by several gradings (`judge batch --lanes-per-gpu N`):
-cases side by side, timing alone.
+"""One GPU shared by several gradings (`judge batch --lanes-per-gpu N`, or
+`judge submit` and `judge check` started side by side: --gpu-lock auto):
+cases side by side, timing alone. One grading per process: a grading
+pauses and stops its own process's children.
 
 Compiling a submission's kernels keeps the CPUs busy and the GPU idle, so
 gradings on one GPU run their cases together; a latency, though, is only
@@ -44,6 +46,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -76,9 +80,37 @@ class GpuLock:
         finally:
             os.close(fd)
 
+    free = _free  # for a descriptor try_shared() gave that is not handed to shared()
+
+    def try_shared(self) -> int | None:
+        """The lock held shared now, or None where a timing waits or runs (the
+        gate is closed). A grading that holds it this early lets its workers
+        load the file while it sets up (judge.grader); shared(held=...) then
+        takes it over."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        gate = os.open(self.gate, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
+            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd
+        finally:
+            os.close(gate)  # the gate's flock goes with its only descriptor
+
     @contextlib.contextmanager
     def shared(self, waited: dict | None = None, name: str = "gpu_wait_cases",
-               pauser: Callable | None = None, quiet: tuple = (), still: Callable | None = None):
+               pauser: Callable | None = None, quiet: tuple = (), still: Callable | None = None,
+               held: int | None = None):
         """Cases: beside other gradings' cases, never beside a timing.
         `waited[name]`: seconds spent waiting for the lock. `pauser`: makes
         a judge.gpu_pause.Pause of this process's workers; with it the
@@ -86,13 +118,15 @@ class GpuLock:
         `quiet` locks (held by the judge's own GPU work), and
         `waited["gpu_paused"]` says for how long in all. `still(spare)`:
         makes a SIGSTOP-only judge.gpu_pause.Pause of this process's own
-        processes, which keeps them stopped while a timing holds the gate."""
+        processes, which keeps them stopped while a timing holds the gate.
+        `held`: the lock as try_shared() gave it, taken over (and freed)."""
         clock_start = time.monotonic()
-        waiting = _Still(still)
-        try:
-            held = self._enter_shared(waiting.stop if waiting.active else None)
-        finally:
-            waiting.resume()
+        if held is None:
+            waiting = _Still(still)
+            try:
+                held = self._enter_shared(waiting.stop if waiting.active else None)
+            finally:
+                waiting.resume()
         _note(waited, name, clock_start)
         aside = _StepAside(self, held, pauser, quiet) if pauser is not None else None
         if aside is not None:
@@ -275,6 +309,42 @@ class _StepAside(threading.Thread):
 def _note(waited: dict | None, name: str, since: float) -> None:
     if waited is not None:
         waited[name] = round(time.monotonic() - since, 3)
+
+
+# `judge submit` and `judge check` on a GPU (--gpu-lock auto): the lock files
+# of this user's gradings on this machine, unless JUDGE_GPU_LOCKS names a folder.
+FOLDER_ENV = "JUDGE_GPU_LOCKS"
+
+
+def default_spec(folder: str | os.PathLike | None = None) -> str | None:
+    """The lock of the GPU a grading started here would use (torch's device
+    0: the first of CUDA_VISIBLE_DEVICES, else GPU 0), in `folder`, else in
+    this user's folder of locks: "FOLDER#GPU". None where no such folder of
+    this user's can be made (the grading then goes without)."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    gpu = re.sub(r"[^A-Za-z0-9._-]", "_", first) or "0"
+    for place in [Path(folder)] if folder is not None else _folders():
+        try:
+            place.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if place.stat().st_uid == os.getuid() and os.access(place, os.W_OK):
+                return f"{place.resolve()}#{gpu}"
+        except OSError:
+            continue
+    return None
+
+
+def _folders() -> list[Path]:
+    if os.environ.get(FOLDER_ENV):
+        return [Path(os.environ[FOLDER_ENV])]
+    found = []
+    cache = os.environ.get("XDG_CACHE_HOME")
+    try:
+        found.append(Path(cache) if cache else Path.home() / ".cache")
+    except RuntimeError:  # no home directory
+        pass
+    found = [base / "tritonjudge" / "gpu-locks" for base in found]
+    # A folder of this user's in the temporary directory (checked as ours above).
+    return found + [Path(tempfile.gettempdir()) / f"tritonjudge-gpu-locks-{os.getuid()}"]
 
 
 def from_spec(spec: str | None) -> GpuLock | None:

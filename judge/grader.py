@@ -167,10 +167,13 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         cuda_early.start()  # this process's GPU context, made while it imports torch
     early = list(prestarted) if prestarted else prestart(path, options)
     cache = early[0].triton_cache or shared_cache(guess)
-    if not prestarted and not options.gpu_lock:
+    # Where a GPU is shared, a worker runs the file's code only while its
+    # grading holds the GPU lock: held now, it is kept for the cases.
+    lock = gpu_lock.from_spec(options.gpu_lock) if guess == "cuda" else None
+    held_early = lock.try_shared() if lock is not None and not prestarted else None
+    if not prestarted and (lock is None or held_early is not None):
         # Each loads the file as soon as it is ready, while this process
-        # imports torch. (Not where a GPU is shared: there a worker runs
-        # the file's code only once its grading holds the GPU lock.)
+        # imports torch.
         for worker in early[:_case_slots(options, challenge, guess)]:
             worker.send_ahead(load_request(challenge, guess, options))
     try:
@@ -195,6 +198,8 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         for worker in early:
             worker.close()
         shutil.rmtree(cache, ignore_errors=True)
+        if held_early is not None:
+            gpu_lock.GpuLock.free(held_early)
         raise
 
     timing: Timing | None = None
@@ -207,7 +212,13 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
     slots = [Slot(run) for _ in range(_case_slots(options, challenge, device))]
     for slot, worker in zip(slots, early):
         slot.worker, slot.loaded = worker, False
-    lock = gpu_lock.from_spec(options.gpu_lock) if device == "cuda" else None
+    if device != "cuda":
+        lock = None
+        if held_early is not None:
+            gpu_lock.GpuLock.free(held_early)
+            held_early = None
+    elif lock is None:  # the guess was the CPU
+        lock = gpu_lock.from_spec(options.gpu_lock)
     # On a shared GPU: the worker that times. The first case worker, held
     # paused from the end of the cases until the GPU is this grading's alone
     # (_hold); else a fresh one, loaded under the lock.
@@ -225,7 +236,8 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         # killing a worker) and holds it back until the timing is over.
         step_aside = dict(pauser=gpu_pause.pauser(spare=lambda: _held_pids(alone)), still=gpu_pause.still,
                           quiet=(run.checking, cuda_ipc.FETCH_LOCK, isolation.KILLS)) if lock else {}
-        with lock.shared(run.phases, **step_aside) if lock else contextlib.nullcontext():
+        handed, held_early = held_early, None
+        with lock.shared(run.phases, held=handed, **step_aside) if lock else contextlib.nullcontext():
             results, load_message = run_cases(run, ordered, slots)
             if lock:
                 # None of its workers may run outside the lock: killed, or

@@ -248,6 +248,32 @@ def test_options_reach_the_grader(isolated, monkeypatch):
     assert opts.workers is None
 
 
+def test_gpu_lock_by_default_on_a_gpu_and_never_on_the_cpu(isolated, monkeypatch, tmp_path):
+    """submit and check take the GPU's lock (judge.gpu_lock) unless told
+    `--gpu-lock off`: gradings side by side on one GPU take turns to time."""
+    import judge.grader
+    import judge.slots
+    from judge.errors import UsageError
+    seen = []
+
+    def fake_grade(path, options):
+        seen.append(options)
+        raise UsageError("stop here")  # the options are what is checked
+
+    monkeypatch.setattr(judge.grader, "grade", fake_grade)
+    monkeypatch.setenv("JUDGE_GPU_LOCKS", str(tmp_path / "locks"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    monkeypatch.setattr(judge.slots, "guess_device", lambda: "cuda")
+    for command in ("submit", "check"):
+        for extra, wanted in (([], f"{(tmp_path / 'locks').resolve()}#2"), (["--gpu-lock", "off"], None),
+                              (["--gpu-lock", str(tmp_path / "mine")], f"{(tmp_path / 'mine').resolve()}#2"),
+                              (["--device", "cpu"], None)):
+            _run(command, CORRECT, "--json", *extra)
+            assert seen.pop().gpu_lock == wanted, (command, extra)
+    (tmp_path / "file").write_text("")
+    _assert_usage_error(_run("submit", CORRECT, "--gpu-lock", str(tmp_path / "file")), "--gpu-lock")
+
+
 # --- usage errors ------------------------------------------------------------------------
 
 def _assert_usage_error(result, *needles):

@@ -236,3 +236,80 @@ def _cpus(pid: int) -> set[int]:
         return set(os.sched_getaffinity(pid))
     except OSError:
         return set()
+
+
+def test_held_early_only_while_no_timing_waits(tmp_path):
+    """try_shared: the lock held at once (a grading's workers may then load
+    the file while it sets up), or None while a timing holds the GPU or
+    waits for it; shared(held=...) keeps that hold and frees it at the end."""
+    lock = GpuLock(tmp_path, "0")
+    fd = lock.try_shared()
+    assert fd is not None
+    other = GpuLock(tmp_path, "0").try_shared()  # cases beside cases
+    assert other is not None
+    GpuLock.free(other)
+    timing_in = threading.Event()
+
+    def timing():
+        with lock.exclusive():
+            timing_in.set()
+            time.sleep(0.3)
+
+    thread = threading.Thread(target=timing)
+    thread.start()
+    time.sleep(0.2)
+    assert not timing_in.is_set()  # it waits for the hold...
+    assert lock.try_shared() is None  # ...with the gate closed to newcomers
+    with lock.shared(waited := {}, held=fd):
+        assert waited["gpu_wait_cases"] < 0.05
+        assert not timing_in.is_set()
+    assert timing_in.wait(5)
+    assert lock.try_shared() is None  # the timing holds it
+    thread.join(5)
+    fd = lock.try_shared()
+    assert fd is not None
+    GpuLock.free(fd)
+
+
+def test_default_lock_names_the_gpu_in_a_folder_of_the_users(tmp_path, monkeypatch):
+    from judge.gpu_lock import default_spec
+    monkeypatch.setenv("JUDGE_GPU_LOCKS", str(tmp_path / "locks"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert default_spec() == f"{(tmp_path / 'locks').resolve()}#0"
+    assert (tmp_path / "locks").is_dir()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    assert default_spec().endswith("#3")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8a1f/../x")
+    assert default_spec().endswith("#GPU-8a1f_.._x")  # a file name, never a path
+    assert from_spec(default_spec()).lock.parent == (tmp_path / "locks").resolve()
+    monkeypatch.delenv("JUDGE_GPU_LOCKS")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_spec().startswith(str((tmp_path / "cache" / "tritonjudge" / "gpu-locks").resolve()))
+    # A folder that cannot be made (a file is in the way): the next place, or none.
+    (tmp_path / "file").write_text("")
+    assert default_spec(tmp_path / "file" / "locks") is None
+
+
+@pytest.mark.gpu
+def test_two_submits_at_once_take_turns_to_time(tmp_path):
+    """`judge submit` takes the GPU's lock by default: two started together
+    on one GPU are both accepted, timed, and one of them waited for the other
+    (for its cases to end, or its timing) or stepped aside for it."""
+    import json
+    import subprocess
+    import sys
+
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from tests.helpers import ROOT
+    env = dict(os.environ, JUDGE_GPU_LOCKS=str(tmp_path / "locks"))
+    procs = [subprocess.Popen([sys.executable, "-m", "judge.cli", "submit", str(ROOT / "submissions" / "correct" / name),
+                               "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+             for name in ("grid_2d.py", "grouped_1d.py")]
+    results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    assert [r["verdict"] for r in results] == ["accepted", "accepted"], [r["message"] for r in results]
+    assert all(r["latency_ms"] for r in results)
+    waits = [max(r["phase_seconds"].get(k, 0.0) for k in ("gpu_wait_timing", "gpu_wait_cases", "gpu_paused"))
+             for r in results]
+    assert max(waits) > 0, [r["phase_seconds"] for r in results]
