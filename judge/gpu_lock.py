@@ -321,8 +321,7 @@ def default_spec(folder: str | os.PathLike | None = None) -> str | None:
     0: the first of CUDA_VISIBLE_DEVICES, else GPU 0), in `folder`, else in
     this user's folder of locks: "FOLDER#GPU". None where no such folder of
     this user's can be made (the grading then goes without)."""
-    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    gpu = re.sub(r"[^A-Za-z0-9._-]", "_", first) or "0"
+    gpu = gpu_name(os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0])
     for place in [Path(folder)] if folder is not None else _folders():
         try:
             place.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -331,6 +330,18 @@ def default_spec(folder: str | os.PathLike | None = None) -> str | None:
         except OSError:
             continue
     return None
+
+
+def gpu_name(visible: str) -> str:
+    """A GPU's name in its lock files' names, from its CUDA_VISIBLE_DEVICES
+    entry (an index or a UUID): a file name, never a path."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", visible.strip()) or "0"
+
+
+def default_folder() -> Path | None:
+    """This user's folder of GPU locks (see default_spec), or None."""
+    spec = default_spec()
+    return Path(spec.rpartition("#")[0]) if spec else None
 
 
 def _folders() -> list[Path]:

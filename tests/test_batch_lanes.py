@@ -10,9 +10,11 @@ import pytest
 
 from judge.batch.lanes import Job, LanePool, lane_specs, visible_gpus
 from judge.batch.run import failure_result
+from judge.errors import UsageError
 
 
-def test_lane_specs():
+def test_lane_specs(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)  # every GPU of the host visible
     gpu = lane_specs("cuda", [0, 2], 5)
     assert [(s.name, s.env) for s in gpu] == [("gpu0", {"CUDA_VISIBLE_DEVICES": "0"}),
                                              ("gpu2", {"CUDA_VISIBLE_DEVICES": "2"})]
@@ -60,3 +62,18 @@ def test_every_lane_gets_a_file_before_any_lane_takes_its_next(tmp_path):
     jobs = [Job(name, tmp_path / f"{name}.py", {}) for name in ("a", "b")]
     done = [event for event in pool.stream(jobs) if event.kind == "done"]
     assert sorted((e.job.key, e.lane) for e in done) == [("a", "cpu0"), ("b", "cpu1")]
+
+
+def test_lanes_keep_to_the_gpus_this_process_may_use(monkeypatch):
+    """--gpus counts as torch does: under CUDA_VISIBLE_DEVICES=2,3 (a
+    scheduler's grant), GPU 0 is the host's 2, and a lane pinned to it says 2."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 3")
+    specs = lane_specs("cuda", [0, 1], 1, per_gpu=2, lock_folder=Path("/locks"))
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["2", "2", "3", "3"]
+    assert [s.env["JUDGE_GPU_LOCK"] for s in specs] == ["/locks#2", "/locks#2", "/locks#3", "/locks#3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5d2c")
+    assert lane_specs("cuda", [0], 1)[0].env == {"CUDA_VISIBLE_DEVICES": "GPU-5d2c"}
+    with pytest.raises(UsageError, match="no GPU 1"):
+        lane_specs("cuda", [1], 1)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert lane_specs("cuda", [3], 1)[0].env == {"CUDA_VISIBLE_DEVICES": "3"}

@@ -85,7 +85,8 @@ def test_lock_spec():
     assert lock.lock.name == "gpu3.lock" and str(lock.folder) == "/tmp/x"
 
 
-def test_lanes_that_share_a_gpu(tmp_path):
+def test_lanes_that_share_a_gpu(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     specs = lane_specs("cuda", [0, 1], 1, per_gpu=2, lock_folder=tmp_path, gpu_memory_fraction=0.1)
     assert [s.name for s in specs] == ["gpu0.0", "gpu0.1", "gpu1.0", "gpu1.1"]
     assert specs[1].env == {"CUDA_VISIBLE_DEVICES": "0", "JUDGE_GPU_LOCK": f"{tmp_path}#0",

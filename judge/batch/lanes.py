@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from ..errors import UsageError
+from ..gpu_lock import gpu_name
 from ..isolation import JUDGE_ROOT
 
 
@@ -53,9 +55,9 @@ def lane_specs(device: str, gpus: list[int], cpu_lanes: int, per_gpu: int = 1, l
         specs = []
         for g in gpus:
             for i in range(max(1, per_gpu)):
-                env = {"CUDA_VISIBLE_DEVICES": str(g)}
+                env = {"CUDA_VISIBLE_DEVICES": as_visible(g)}
                 if per_gpu > 1:
-                    env["JUDGE_GPU_LOCK"] = f"{lock_folder}#{g}"
+                    env["JUDGE_GPU_LOCK"] = f"{lock_folder}#{gpu_name(env['CUDA_VISIBLE_DEVICES'])}"
                     if gpu_memory_fraction:
                         env["JUDGE_GPU_MEMORY_FRACTION"] = str(gpu_memory_fraction)
                 specs.append(LaneSpec(f"gpu{g}" if per_gpu <= 1 else f"gpu{g}.{i}", env))
@@ -103,6 +105,20 @@ def smallest_gpu_bytes(gpus: list[int]) -> int | None:
     if not gpus or not torch.cuda.is_available():
         return None
     return min(torch.cuda.get_device_properties(g).total_memory for g in gpus)
+
+
+def as_visible(g: int) -> str:
+    """GPU `g` as torch numbers them here, in CUDA_VISIBLE_DEVICES's terms
+    for a lane: the g-th entry of this process's own CUDA_VISIBLE_DEVICES
+    where it is set (a scheduler that gave this user GPUs 2 and 3 has their
+    lanes on 2 and 3, not on 0 and 1)."""
+    outer = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if outer is None:
+        return str(g)
+    entries = [entry.strip() for entry in outer.split(",") if entry.strip()]
+    if not 0 <= g < len(entries):
+        raise UsageError(f"--gpus: no GPU {g} among CUDA_VISIBLE_DEVICES={outer} ({len(entries)} visible)")
+    return entries[g]
 
 
 def visible_gpus(spec: str | None) -> list[int]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import challenge as challenges
+from .. import gpu_lock
 from ..errors import UsageError
 from .discover import Discovery, discover, read_roster
 from .lanes import (Event, Job, LanePool, auto_lanes_per_gpu, lane_specs, smallest_gpu_bytes, visible_gpus,
@@ -289,7 +290,11 @@ def _run_batch(plan: Plan, display_factory) -> BatchOutcome:
         from .ray_backend import RayPool
         pool = RayPool(opts.ray, device)
     else:
-        pool = LanePool(lane_specs(device, gpus, opts.lanes, plan.per_gpu, opts.out.resolve() / "gpu-locks",
+        # Lanes sharing a GPU hold its lock in this user's folder of locks, as
+        # `judge submit` does: other batches and submits on that GPU take turns too.
+        locks = (gpu_lock.default_folder() if device == "cuda" and plan.per_gpu > 1 else None) \
+            or opts.out.resolve() / "gpu-locks"
+        pool = LanePool(lane_specs(device, gpus, opts.lanes, plan.per_gpu, locks,
                                    gpu_share(options, plan.per_gpu)), log=opts.out / "lanes.log")
     run_id = store.start_run(challenge=opts.challenge, policy=options.get("policy"), seed=seed, device=device,
                              backend=f"ray:{opts.ray}" if opts.ray else "lanes", options=options,
