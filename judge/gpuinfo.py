@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 # Throttle reasons that slow a measurement down (idle and application-clock
 # settings are not a slowdown of work in flight).
 _SLOWDOWNS = {
@@ -11,15 +13,16 @@ _SLOWDOWNS = {
 }
 
 
-def snapshot(index: int = 0) -> dict:
-    """A reading of the GPU's state; {"available": False, ...} without NVML."""
+def snapshot(index: int | None = None) -> dict:
+    """A reading of the GPU's state (NVML's `index`, else the GPU this
+    process grades on); {"available": False, ...} without NVML."""
     try:
         import pynvml as nv
         nv.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - no NVML, no reading
         return {"available": False, "reason": f"NVML unavailable: {type(exc).__name__}"}
     try:
-        h = nv.nvmlDeviceGetHandleByIndex(index)
+        h = _handle(nv, index)
         reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             nv.nvmlDeviceGetCurrentClocksThrottleReasons
         mask = int(reasons_fn(h))
@@ -52,7 +55,7 @@ def throttle_warning(before: dict, after: dict) -> str | None:
     return None
 
 
-def peak_bandwidth_gbps(index: int = 0) -> float | None:
+def peak_bandwidth_gbps(index: int | None = None) -> float | None:
     """The GPU's peak memory bandwidth in GB/s, from NVML: two transfers per
     memory clock over the bus width (3352 GB/s on an H100 SXM); None without NVML."""
     try:
@@ -61,7 +64,7 @@ def peak_bandwidth_gbps(index: int = 0) -> float | None:
     except Exception:  # noqa: BLE001
         return None
     try:
-        h = nv.nvmlDeviceGetHandleByIndex(index)
+        h = _handle(nv, index)
         clock_mhz = nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM)
         bus_bits = nv.nvmlDeviceGetMemoryBusWidth(h)
         return 2 * clock_mhz * 1e6 * bus_bits / 8 / 1e9
@@ -72,3 +75,23 @@ def peak_bandwidth_gbps(index: int = 0) -> float | None:
             nv.nvmlShutdown()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _handle(nv, index: int | None):
+    """NVML's handle of GPU `index` (NVML's numbering), else of the GPU this
+    process grades on: torch's device 0, found by its UUID, since NVML
+    numbers every GPU of the host whatever CUDA_VISIBLE_DEVICES hides
+    (a lane pinned to GPU 3 must not read GPU 0's clocks)."""
+    if index is not None:
+        return nv.nvmlDeviceGetHandleByIndex(index)
+    try:
+        import torch
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            uuid = str(torch.cuda.get_device_properties(0).uuid)
+            return nv.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}")
+    except Exception:  # noqa: BLE001 - an older torch, a MIG slice: the environment says
+        pass
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+    if first.startswith(("GPU-", "MIG-")):
+        return nv.nvmlDeviceGetHandleByUUID(first)
+    return nv.nvmlDeviceGetHandleByIndex(int(first) if first.isdigit() else 0)

@@ -314,3 +314,26 @@ def test_two_submits_at_once_take_turns_to_time(tmp_path):
     waits = [max(r["phase_seconds"].get(k, 0.0) for k in ("gpu_wait_timing", "gpu_wait_cases", "gpu_paused"))
              for r in results]
     assert max(waits) > 0, [r["phase_seconds"] for r in results]
+
+
+def test_the_gpu_state_is_read_from_the_gpu_graded_on(monkeypatch):
+    """NVML numbers every GPU of the host; a grading pinned by
+    CUDA_VISIBLE_DEVICES (a batch lane on GPU 3) reads GPU 3's clocks."""
+    from judge import gpuinfo
+
+    class FakeNvml:
+        def nvmlDeviceGetHandleByIndex(self, index):
+            return ("index", index)
+
+        def nvmlDeviceGetHandleByUUID(self, uuid):
+            return ("uuid", uuid)
+
+    nv = FakeNvml()
+    monkeypatch.setattr("torch.cuda.is_initialized", lambda: False)  # no CUDA context: the environment says
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpuinfo._handle(nv, None) == ("index", 0)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    assert gpuinfo._handle(nv, None) == ("index", 3)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5d2c")
+    assert gpuinfo._handle(nv, None) == ("uuid", "GPU-5d2c")
+    assert gpuinfo._handle(nv, 2) == ("index", 2)
