@@ -18,7 +18,8 @@ job. Trusted side (the judge's own process):
     grader        the entry point: grade() and prestart()
     results       the result models (what `judge submit --json` prints)
     isolation     spawning, sandboxing, policing and killing workers;  reaper: orphans;
-                  worker_exit: a worker's capped output and how it ended
+                  worker_exit: a worker's capped output and how it ended;
+                  worker_output: the workers' outputs joined for the result
     gpu_lock      gradings sharing a GPU: cases side by side, each timing alone
     gpu_pause     pausing a grading's processes (the driver's checkpoint lock, SIGSTOP)
     cpu_share     the CPUs a timing keeps while gradings that stepped aside compile on

@@ -344,6 +344,14 @@ def default_folder() -> Path | None:
     return Path(spec.rpartition("#")[0]) if spec else None
 
 
+def folders(spec: str | None) -> list[str]:
+    """The folders of GPU locks a grading's workers must not see (the one of
+    `spec`, and this user's): a submission that held another grading's lock
+    file (flock needs only a read) could stall that grading past its limit."""
+    ours = from_spec(spec)
+    return sorted({str(folder) for folder in (ours.folder if ours else None, default_folder()) if folder})
+
+
 def _folders() -> list[Path]:
     if os.environ.get(FOLDER_ENV):
         return [Path(os.environ[FOLDER_ENV])]

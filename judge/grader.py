@@ -34,6 +34,7 @@ from .scoring import ScoringPolicy
 from .scoring import score as compute_score
 from .slots import Slot, Stopping, guess_device, load_request, run_cases, slot_count, spawn, stop_all, unrun
 from .verdicts import Verdict, submission_verdict, summary
+from .worker_output import join_capped
 
 __all__ = ["GradeOptions", "GradeResult", "CaseResult", "Timing", "Performance", "grade", "prestart",
            "choose_device", "versions"]
@@ -111,8 +112,10 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
     challenge = challenges.load(options.challenge)
     device = options.device or guess_device()
     cache = shared_cache(device)
-    return [spawn(Path(path), device, options.limits, options.hidden_paths, cache)
+    hidden = [*options.hidden_paths, *(gpu_lock.folders(options.gpu_lock) if device == "cuda" else [])]
+    return [spawn(Path(path), device, options.limits, hidden, cache)
             for _ in range(_worker_count(options, challenge, device))]
+
 
 
 def _case_slots(options: GradeOptions, challenge, device: str) -> int:
@@ -291,8 +294,8 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         score=compute_score(scoring, verdict is Verdict.ACCEPTED, timing.median_ms if timing else None,
                             performance.baselines_ms if performance else None),
         sandbox=sandbox_for(device).describe(),
-        stdout=_join_capped(run.stdout, options.limits.output_cap_bytes),
-        stderr=_join_capped(run.stderr, options.limits.output_cap_bytes),
+        stdout=join_capped(run.stdout, options.limits.output_cap_bytes),
+        stderr=join_capped(run.stderr, options.limits.output_cap_bytes),
         started_at=started_at, duration_s=round(time.monotonic() - started, 3), phase_seconds=run.phases,
     )
 
@@ -375,36 +378,6 @@ def scoring_for(challenge, policy: str | None = None) -> ScoringPolicy:
     if scale is None:
         return ScoringPolicy()
     return ScoringPolicy(**scale.model_dump())
-
-
-def _join_capped(parts: list[str], cap: int) -> str:
-    """Output of every worker the submission used (each already capped),
-    kept to `cap` characters in all, an equal share each, with a note of
-    what was dropped."""
-    parts = _once_at_import(parts)
-    share = cap // max(1, len(parts))
-    kept = []
-    for part in parts:
-        if len(part) > share:
-            cut = max(0, share - 64)  # room for the note
-            part = part[:cut] + f"\n… [{len(part) - cut:,} more characters dropped]"
-        kept.append(part)
-    return "\n".join(kept)
-
-
-def _once_at_import(parts: list[str]) -> list[str]:
-    """What every worker printed first, alike (the file's import: each
-    worker imports it), kept once; then what each printed after it."""
-    filled = [part.splitlines(keepends=True) for part in parts if part]
-    if len(filled) < 2:
-        return parts
-    common = 0
-    while all(len(lines) > common for lines in filled) and len({lines[common] for lines in filled}) == 1:
-        common += 1
-    if common == 0:
-        return parts
-    head = "".join(filled[0][:common]).rstrip("\n")
-    return [head] + [rest for rest in ("".join(lines[common:]).rstrip("\n") for lines in filled) if rest]
 
 
 def _device_name(device: str) -> str:

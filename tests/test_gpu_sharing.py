@@ -5,8 +5,10 @@ GPU, and each worker's share of its memory."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -337,3 +339,43 @@ def test_the_gpu_state_is_read_from_the_gpu_graded_on(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5d2c")
     assert gpuinfo._handle(nv, None) == ("uuid", "GPU-5d2c")
     assert gpuinfo._handle(nv, 2) == ("index", 2)
+
+
+def test_the_folders_of_gpu_locks_are_hidden_from_workers(tmp_path, monkeypatch):
+    """The grading's own folder of locks and this user's (a grading with
+    the lock off must not reach the others' locks either)."""
+    from judge.gpu_lock import folders
+    monkeypatch.setenv("JUDGE_GPU_LOCKS", str(tmp_path / "mine"))
+    assert folders(f"{tmp_path / 'batch'}#1") == sorted([str(tmp_path / "batch"), str((tmp_path / "mine").resolve())])
+    assert folders(None) == [str((tmp_path / "mine").resolve())]
+
+
+@pytest.mark.gpu
+def test_a_submission_cannot_hold_the_gpu_locks(tmp_path, monkeypatch):
+    """tests/fixtures/gpu/gpu_lock_files_held.py holds every lock file it
+    finds; the lock files exist, and it finds none."""
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from judge.gpu_lock import default_spec
+    from judge.grader import GradeOptions, grade
+    from tests.helpers import FIXTURES
+    import shutil
+    import uuid
+    # Outside /tmp (a worker has a /tmp of its own), where the file looks.
+    folder = Path.home() / ".cache" / "tritonjudge" / f"gpu-locks-test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("JUDGE_GPU_LOCKS", str(folder))
+    try:
+        spec = default_spec()
+        GpuLock.free(from_spec(spec).try_shared())  # the gate's and the lock's files made
+        assert len(list(folder.iterdir())) == 2
+        fixture = FIXTURES / "gpu" / "gpu_lock_files_held.py"
+        result = grade(fixture, GradeOptions(challenge="vector_addition", device="cuda", gpu_lock=spec, time=False))
+        assert result.verdict == "accepted", result.message
+        assert "GPU LOCK FILES HELD: 0" in result.stdout and not re.search(r"HELD: [1-9]", result.stdout), \
+            result.stdout
+        # On the CPU (no GPU lock taken, nothing hidden) the same file finds them.
+        seen = grade(fixture, GradeOptions(challenge="vector_addition", device="cpu"))
+        assert re.search(r"HELD: [1-9]", seen.stdout), seen.stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,10 +1,10 @@
-"""What the workers printed, joined for the result (judge.grader): a file's
+"""What the workers printed, joined for the result (judge.worker_output): a file's
 import-time output, printed alike by every worker that imports it, is kept
 once (the HTML report had shown it once per worker)."""
 
 from __future__ import annotations
 
-from judge.grader import _join_capped
+from judge.worker_output import join_capped as _join_capped
 
 
 def test_what_every_worker_printed_at_import_is_kept_once():
