@@ -164,7 +164,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS", "COPY_FORMS",
                                          "WRITES_NO_DATA", "ALLOCATION_OPS", "FILL_OPS", "VIEW_OPS", "COPY_OPS",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
-                                         "_start_guarded", "_run_guarded", "_origin", "_TENSOR", "_THREAD_MODES")]
+                                         "_start_guarded", "_run_guarded", "_origin", "_THREAD_MODES")]
     # What the guard reads to check its mode is in force.
     pairs += [(sys.modules["torch.utils._python_dispatch"], name)
               for name in ("_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at")]

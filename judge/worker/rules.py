@@ -84,9 +84,6 @@ class RuleViolation(Exception):
     guard remembers the first violation either way)."""
 
 
-_TENSOR: list = [None]  # torch.Tensor, once the guard makes its mode
-
-
 class Guard:
     """Arms the rules around one call of solve; `violation` says what broke."""
 
@@ -152,7 +149,6 @@ class Guard:
         import torch
         from torch.utils._python_dispatch import TorchDispatchMode
         guard = self
-        _TENSOR[0] = torch.Tensor
 
         class OpGuard(TorchDispatchMode):
             @classmethod
