@@ -94,6 +94,9 @@ def test_lanes_that_share_a_gpu(tmp_path, monkeypatch):
     assert specs[1].env == {"CUDA_VISIBLE_DEVICES": "0", "JUDGE_GPU_LOCK": f"{tmp_path}#0",
                             "JUDGE_GPU_MEMORY_FRACTION": "0.1"}
     assert lane_specs("cuda", [0], 1, per_gpu=1)[0].env == {"CUDA_VISIBLE_DEVICES": "0"}
+    # A lane alone on its GPU holds the lock too (other batches, `judge submit`), with the whole GPU.
+    assert lane_specs("cuda", [0], 1, per_gpu=1, lock_folder=tmp_path, gpu_memory_fraction=0.1)[0].env == \
+        {"CUDA_VISIBLE_DEVICES": "0", "JUDGE_GPU_LOCK": f"{tmp_path}#0"}
 
 
 def test_workers_of_lanes_sharing_a_gpu_fit_in_it():

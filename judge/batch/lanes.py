@@ -48,18 +48,19 @@ class LaneSpec:
 
 def lane_specs(device: str, gpus: list[int], cpu_lanes: int, per_gpu: int = 1, lock_folder: Path | None = None,
                gpu_memory_fraction: float | None = None) -> list[LaneSpec]:
-    """One lane per GPU, or `per_gpu` lanes sharing each GPU through its lock
-    (judge.gpu_lock, in `lock_folder`), each worker then held to
-    `gpu_memory_fraction` of it; CPU lanes otherwise."""
+    """One lane per GPU, or `per_gpu` lanes sharing it, each worker then held
+    to `gpu_memory_fraction` of it; every lane of a GPU holds its lock
+    (judge.gpu_lock, in `lock_folder`), which other gradings on that GPU
+    hold too. CPU lanes otherwise."""
     if device == "cuda":
         specs = []
         for g in gpus:
             for i in range(max(1, per_gpu)):
                 env = {"CUDA_VISIBLE_DEVICES": as_visible(g)}
-                if per_gpu > 1:
+                if lock_folder is not None:
                     env["JUDGE_GPU_LOCK"] = f"{lock_folder}#{gpu_name(env['CUDA_VISIBLE_DEVICES'])}"
-                    if gpu_memory_fraction:
-                        env["JUDGE_GPU_MEMORY_FRACTION"] = str(gpu_memory_fraction)
+                if per_gpu > 1 and gpu_memory_fraction:
+                    env["JUDGE_GPU_MEMORY_FRACTION"] = str(gpu_memory_fraction)
                 specs.append(LaneSpec(f"gpu{g}" if per_gpu <= 1 else f"gpu{g}.{i}", env))
         return specs
     return [LaneSpec(f"cpu{i}", {"CUDA_VISIBLE_DEVICES": ""}) for i in range(max(1, cpu_lanes))]

@@ -290,10 +290,9 @@ def _run_batch(plan: Plan, display_factory) -> BatchOutcome:
         from .ray_backend import RayPool
         pool = RayPool(opts.ray, device)
     else:
-        # Lanes sharing a GPU hold its lock in this user's folder of locks, as
+        # The lanes of a GPU hold its lock in this user's folder of locks, as
         # `judge submit` does: other batches and submits on that GPU take turns too.
-        locks = (gpu_lock.default_folder() if device == "cuda" and plan.per_gpu > 1 else None) \
-            or opts.out.resolve() / "gpu-locks"
+        locks = ((gpu_lock.default_folder() or opts.out.resolve() / "gpu-locks") if device == "cuda" else None)
         pool = LanePool(lane_specs(device, gpus, opts.lanes, plan.per_gpu, locks,
                                    gpu_share(options, plan.per_gpu)), log=opts.out / "lanes.log")
     run_id = store.start_run(challenge=opts.challenge, policy=options.get("policy"), seed=seed, device=device,
