@@ -117,7 +117,6 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
             for _ in range(_worker_count(options, challenge, device))]
 
 
-
 def _case_slots(options: GradeOptions, challenge, device: str) -> int:
     """The workers running cases (the example, the functional cases, the performance case)."""
     return slot_count(options, len(challenge.functional) + 2, device)
