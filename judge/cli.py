@@ -30,7 +30,7 @@ class _Group(click.Group):
 # --gpu-lock, for submit and check: gradings that share a GPU take turns to time.
 _GPU_LOCK_HELP = ("On a GPU, how this grading shares it with other gradings. auto (default): gradings of "
                   "yours on this machine take turns to time, and none runs cases beside another's timing "
-                  "(lock files in ~/.cache/tritonjudge/gpu-locks, or $JUDGE_GPU_LOCKS); a folder: the lock "
+                  "(lock files in ~/.cache/tritonjudge/gpu-locks/HOST, or $JUDGE_GPU_LOCKS); a folder: the lock "
                   "files there, for the gradings that name it; off: no lock, for a GPU that is yours alone "
                   "(gradings run side by side can then disturb each other's timing).")
 

@@ -47,6 +47,7 @@ import contextlib
 import fcntl
 import os
 import re
+import socket
 import tempfile
 import threading
 import time
@@ -312,7 +313,8 @@ def _note(waited: dict | None, name: str, since: float) -> None:
 
 
 # `judge submit` and `judge check` on a GPU (--gpu-lock auto): the lock files
-# of this user's gradings on this machine, unless JUDGE_GPU_LOCKS names a folder.
+# of this user's gradings on this machine (~/.cache/tritonjudge/gpu-locks/HOST),
+# unless JUDGE_GPU_LOCKS names a folder.
 FOLDER_ENV = "JUDGE_GPU_LOCKS"
 
 
@@ -361,7 +363,10 @@ def _folders() -> list[Path]:
         found.append(Path(cache) if cache else Path.home() / ".cache")
     except RuntimeError:  # no home directory
         pass
-    found = [base / "tritonjudge" / "gpu-locks" for base in found]
+    # One folder per machine: a home shared by the machines of a cluster must
+    # not make the GPU 0 of one wait for the GPU 0 of another.
+    host = gpu_name(socket.gethostname()) or "localhost"
+    found = [base / "tritonjudge" / "gpu-locks" / host for base in found]
     # A folder of this user's in the temporary directory (checked as ours above).
     return found + [Path(tempfile.gettempdir()) / f"tritonjudge-gpu-locks-{os.getuid()}"]
 

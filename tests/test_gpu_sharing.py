@@ -278,7 +278,7 @@ def test_held_early_only_while_no_timing_waits(tmp_path):
 
 
 def test_default_lock_names_the_gpu_in_a_folder_of_the_users(tmp_path, monkeypatch):
-    from judge.gpu_lock import default_spec
+    from judge.gpu_lock import default_spec, gpu_name
     monkeypatch.setenv("JUDGE_GPU_LOCKS", str(tmp_path / "locks"))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert default_spec() == f"{(tmp_path / 'locks').resolve()}#0"
@@ -290,7 +290,9 @@ def test_default_lock_names_the_gpu_in_a_folder_of_the_users(tmp_path, monkeypat
     assert from_spec(default_spec()).lock.parent == (tmp_path / "locks").resolve()
     monkeypatch.delenv("JUDGE_GPU_LOCKS")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    import socket
     assert default_spec().startswith(str((tmp_path / "cache" / "tritonjudge" / "gpu-locks").resolve()))
+    assert Path(default_spec().rpartition("#")[0]).name == gpu_name(socket.gethostname())  # a folder per machine
     # A folder that cannot be made (a file is in the way): the next place, or none.
     (tmp_path / "file").write_text("")
     assert default_spec(tmp_path / "file" / "locks") is None
