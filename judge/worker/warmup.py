@@ -53,9 +53,8 @@ def build_seed(seed: Path) -> int:
     scratch = Path(tempfile.mkdtemp(prefix=seed.name + ".building-", dir=seed.parent))
     # The rest of the environment is a worker's already (judge.warm_cache.start_build).
     os.environ.update(TRITON_CACHE_DIR=str(scratch / "cache"), HOME=str(scratch), PYTHONDONTWRITEBYTECODE="1")
-    ok = warm("cuda")
     try:
-        if ok:
+        if warm("cuda"):
             os.rename(scratch / "cache", seed)
             return 0
     except OSError:  # another builder was first
