@@ -133,6 +133,10 @@ def render(result: GradeResult, console: Console | None = None) -> None:
                   f"performance {perf}) — {s.note}")
     phases = ", ".join(f"{name.replace('_', ' ')} {sec:.1f} s" for name, sec in result.phase_seconds.items())
     console.print(f"[dim]graded in {result.duration_s:.1f} s" + (f" ({phases})" if phases else "") + "[/]")
+    shared = sum(result.phase_seconds.get(name, 0.0) for name in ("gpu_wait_cases", "gpu_wait_timing", "gpu_paused"))
+    if shared >= 1:
+        console.print(f"[dim]the GPU was shared: {shared:.1f} s of it went to waiting for other gradings or "
+                      "stepping aside for their timings (--gpu-lock)[/]")
 
 
 def render_check(outcome, console: Console | None = None) -> None:

@@ -248,6 +248,25 @@ def test_options_reach_the_grader(isolated, monkeypatch):
     assert opts.workers is None
 
 
+def test_human_output_says_when_the_gpu_was_shared(isolated, monkeypatch):
+    import judge.grader
+    from judge.scoring import ScoringPolicy, score
+
+    def fake_grade(path, options):
+        return GradeResult(verdict=Verdict.ACCEPTED, message="ok", challenge="matrix_multiplication",
+                           submission=str(path), policy="fp32", seed=1, device="cuda", device_name="a GPU",
+                           versions={"python": "3", "torch": "t", "triton": "t"}, cases=[], latency_ms=None,
+                           timing=None, timing_note="not timed", performance=None,
+                           score=score(ScoringPolicy(), True, None, None), sandbox="none", stdout="", stderr="",
+                           started_at="now", duration_s=30.0,
+                           phase_seconds={"cases": 3.0, "gpu_wait_timing": 0.4, "gpu_paused": 12.2})
+
+    monkeypatch.setattr(judge.grader, "grade", fake_grade)
+    result = _run("submit", CORRECT, "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert "the GPU was shared: 12.6 s" in " ".join(result.stdout.split()), result.stdout
+
+
 def test_gpu_lock_by_default_on_a_gpu_and_never_on_the_cpu(isolated, monkeypatch, tmp_path):
     """submit and check take the GPU's lock (judge.gpu_lock) unless told
     `--gpu-lock off`: gradings side by side on one GPU take turns to time."""
