@@ -88,25 +88,16 @@ class GpuLock:
         gate is closed). A grading that holds it this early lets its workers
         load the file while it sets up (judge.grader); shared(held=...) then
         takes it over."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        gate = os.open(self.gate, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            try:
-                fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return None
-            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                return None
-            except BaseException:
-                os.close(fd)
-                raise
-            return fd
+            gate = self._take(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        try:
+            return self._take(self.lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
         finally:
-            os.close(gate)  # the gate's flock goes with its only descriptor
+            self._free(gate)
 
     @contextlib.contextmanager
     def shared(self, waited: dict | None = None, name: str = "gpu_wait_cases",
