@@ -314,12 +314,20 @@ def default_spec(folder: str | os.PathLike | None = None) -> str | None:
     0: the first of CUDA_VISIBLE_DEVICES, else GPU 0), in `folder`, else in
     this user's folder of locks: "FOLDER#GPU". None where no such folder of
     this user's can be made (the grading then goes without)."""
-    gpu = gpu_name(os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0])
+    place = _usable_folder(folder)
+    if place is None:
+        return None
+    return f"{place}#{gpu_name(os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',')[0])}"
+
+
+def _usable_folder(folder: str | os.PathLike | None) -> Path | None:
+    """`folder`, else the first of this user's places for locks, made if
+    needed: a folder this user owns and may write to, or None."""
     for place in [Path(folder)] if folder is not None else _folders():
         try:
             place.mkdir(parents=True, exist_ok=True, mode=0o700)
             if place.stat().st_uid == os.getuid() and os.access(place, os.W_OK):
-                return f"{place.resolve()}#{gpu}"
+                return place.resolve()
         except OSError:
             continue
     return None
@@ -333,8 +341,7 @@ def gpu_name(visible: str) -> str:
 
 def default_folder() -> Path | None:
     """This user's folder of GPU locks (see default_spec), or None."""
-    spec = default_spec()
-    return Path(spec.rpartition("#")[0]) if spec else None
+    return _usable_folder(None)
 
 
 def folders(spec: str | None) -> list[str]:
