@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import clock
+from . import clock, cuda_visible
 
 
 class GpuLock:
@@ -317,7 +317,7 @@ def default_spec(folder: str | os.PathLike | None = None) -> str | None:
     place = _usable_folder(folder)
     if place is None:
         return None
-    return f"{place}#{gpu_name(os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',')[0])}"
+    return f"{place}#{gpu_name(cuda_visible.entry(0) or '')}"
 
 
 def _usable_folder(folder: str | os.PathLike | None) -> Path | None:

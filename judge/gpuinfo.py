@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import os
+from . import cuda_visible
 
 # Throttle reasons that slow a measurement down (idle and application-clock
 # settings are not a slowdown of work in flight).
@@ -91,7 +91,7 @@ def _handle(nv, index: int | None):
             return nv.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}")
     except Exception:  # noqa: BLE001 - an older torch, a MIG slice: the environment says
         pass
-    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+    first = cuda_visible.entry(0) or "0"
     if first.startswith(("GPU-", "MIG-")):
         return nv.nvmlDeviceGetHandleByUUID(first)
     return nv.nvmlDeviceGetHandleByIndex(int(first) if first.isdigit() else 0)

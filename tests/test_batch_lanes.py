@@ -77,3 +77,16 @@ def test_lanes_keep_to_the_gpus_this_process_may_use(monkeypatch):
         lane_specs("cuda", [1], 1)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert lane_specs("cuda", [3], 1)[0].env == {"CUDA_VISIBLE_DEVICES": "3"}
+
+
+def test_cuda_visible_devices_is_read_in_one_place(monkeypatch):
+    """judge.cuda_visible: the lock's GPU name, NVML's handle and the
+    lanes' pinning all read the variable through it."""
+    from judge import cuda_visible
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert cuda_visible.entries() is None and cuda_visible.entry(2) == "2"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", " 5, ,GPU-5d2c ")
+    assert cuda_visible.entries() == ["5", "GPU-5d2c"]
+    assert [cuda_visible.entry(g) for g in (0, 1, 2, -1)] == ["5", "GPU-5d2c", None, None]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # every GPU hidden
+    assert cuda_visible.entries() == [] and cuda_visible.entry(0) is None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from .. import cuda_visible
 from ..errors import UsageError
 from ..gpu_lock import gpu_name
 from ..isolation import JUDGE_ROOT
@@ -113,13 +114,11 @@ def as_visible(g: int) -> str:
     for a lane: the g-th entry of this process's own CUDA_VISIBLE_DEVICES
     where it is set (a scheduler that gave this user GPUs 2 and 3 has their
     lanes on 2 and 3, not on 0 and 1)."""
-    outer = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if outer is None:
-        return str(g)
-    entries = [entry.strip() for entry in outer.split(",") if entry.strip()]
-    if not 0 <= g < len(entries):
-        raise UsageError(f"--gpus: no GPU {g} among CUDA_VISIBLE_DEVICES={outer} ({len(entries)} visible)")
-    return entries[g]
+    visible = cuda_visible.entry(g)
+    if visible is None:
+        listed = cuda_visible.entries() or []
+        raise UsageError(f"--gpus: no GPU {g} among CUDA_VISIBLE_DEVICES={','.join(listed)} ({len(listed)} visible)")
+    return visible
 
 
 def visible_gpus(spec: str | None) -> list[int]:
