@@ -64,6 +64,24 @@ class Run:
         self.phases: dict[str, float] = {}  # seconds by phase, for GradeResult.phase_seconds
         self.triton_cache: Path | None = None  # shared by this grading's workers (judge.slots.spawn)
         self.harness = None  # judge.timecheck.HarnessWorker, started early when the grading will be timed
+        self.on_progress = None  # judge submit's status line: called with what the grading does now
+        self._cases_done = 0
+        self._counting = threading.Lock()
+
+    def progress(self, text: str) -> None:
+        """Tell the person waiting what the grading does now; a failing
+        display never stops a grading."""
+        if self.on_progress is not None:
+            try:
+                self.on_progress(text)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def case_done(self, total: int) -> None:
+        with self._counting:
+            self._cases_done += 1
+            done = self._cases_done
+        self.progress(f"{done} of {total} cases run")
 
     # --- workers -------------------------------------------------------------
 

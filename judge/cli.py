@@ -205,10 +205,11 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
         click.echo(to_json(result))
     else:
         from rich.console import Console
+        from rich.markup import escape
         from .report import render
         console = Console()
-        with console.status(f"grading {path} …"):
-            result = grade(path, options)
+        with console.status(escape(f"grading {path} …")) as status:
+            result = grade(path, options, progress=_status_line(status, f"grading {path}"))
         render(result, console)
     _finish(0 if result.verdict.value == "accepted" else 1)
 
@@ -255,10 +256,12 @@ def check(path, challenge_name, gpu, as_json, seed, device, workers, gpu_lock):
         click.echo(outcome.model_dump_json(indent=1))
     else:
         from rich.console import Console
+        from rich.markup import escape
         from .report import render_check
         console = Console()
-        with console.status(f"checking {path} as LeetGPU's {gpu.upper()} would …"):
-            outcome = checking.answer(challenge, path, grade(path, options), gpu)
+        doing = f"checking {path} as LeetGPU's {gpu.upper()} would"
+        with console.status(escape(f"{doing} …")) as status:
+            outcome = checking.answer(challenge, path, grade(path, options, progress=_status_line(status, doing)), gpu)
         render_check(outcome, console)
     _finish(0 if outcome.leetgpu.verdict == "accepted" else 1)
 
@@ -272,6 +275,13 @@ main.add_command(_export)
 main.add_command(_gradescope)
 
 _quick_exit = [False]
+
+
+def _status_line(status, doing: str):
+    """A grading's progress on a rich status line: what it does, then
+    what it does now (the cases run, waiting for the GPU, timing)."""
+    from rich.markup import escape
+    return lambda now: status.update(escape(f"{doing}: {now} …"))
 
 
 def _finish(code: int) -> None:

@@ -102,7 +102,7 @@ class GpuLock:
     @contextlib.contextmanager
     def shared(self, waited: dict | None = None, name: str = "gpu_wait_cases",
                pauser: Callable | None = None, quiet: tuple = (), still: Callable | None = None,
-               held: int | None = None):
+               held: int | None = None, notify: Callable[[bool], None] | None = None):
         """Cases: beside other gradings' cases, never beside a timing.
         `waited[name]`: seconds spent waiting for the lock. `pauser`: makes
         a judge.gpu_pause.Pause of this process's workers; with it the
@@ -111,7 +111,8 @@ class GpuLock:
         `waited["gpu_paused"]` says for how long in all. `still(spare)`:
         makes a SIGSTOP-only judge.gpu_pause.Pause of this process's own
         processes, which keeps them stopped while a timing holds the gate.
-        `held`: the lock as try_shared() gave it, taken over (and freed)."""
+        `held`: the lock as try_shared() gave it, taken over (and freed).
+        `notify(True)` as a step aside starts, `notify(False)` as it ends."""
         clock_start = time.monotonic()
         if held is None:
             waiting = _Still(still)
@@ -120,7 +121,7 @@ class GpuLock:
             finally:
                 waiting.resume()
         _note(waited, name, clock_start)
-        aside = _StepAside(self, held, pauser, quiet) if pauser is not None else None
+        aside = _StepAside(self, held, pauser, quiet, notify) if pauser is not None else None
         if aside is not None:
             aside.start()
         try:
@@ -228,9 +229,11 @@ class _StepAside(threading.Thread):
     POLL_S = 0.02
     RETRY_S = (1.0, 2.0, 5.0)  # after a pause that failed: try again later, less often
 
-    def __init__(self, lock: GpuLock, held: int, pauser: Callable, quiet: tuple):
+    def __init__(self, lock: GpuLock, held: int, pauser: Callable, quiet: tuple,
+                 notify: Callable[[bool], None] | None = None):
         super().__init__(name="gpu-step-aside", daemon=True)
         self.lock, self.held, self.pauser, self.quiet = lock, held, pauser, quiet
+        self.notify = notify or (lambda aside: None)
         self.closing = threading.Event()
         self.paused_s = 0.0
         self.failures: list[str] = []
@@ -273,6 +276,7 @@ class _StepAside(threading.Thread):
                         self._retry_at = time.monotonic() + self.RETRY_S[min(len(self.failures),
                                                                              len(self.RETRY_S)) - 1]
                         return
+                    self.notify(True)
                     try:
                         self.lock._free(self.held)
                     finally:  # whatever happened, the grading holds the lock again before it resumes
@@ -280,6 +284,7 @@ class _StepAside(threading.Thread):
                 finally:
                     pause.resume()
                     self.paused_s += time.monotonic() - started
+                    self.notify(False)
 
     def _take_back(self, pause) -> int:
         """The lock, shared, once no timing holds the gate; meanwhile every

@@ -143,10 +143,11 @@ def shared_cache(device: str) -> Path:
 
 
 def grade(path: str | os.PathLike, options: GradeOptions | None = None,
-          prestarted: list | None = None) -> GradeResult:
+          prestarted: list | None = None, progress=None) -> GradeResult:
     """Grade one submission file. Raises UsageError for bad requests; every
     fault of the submission, and of the judge itself, ends in a result.
-    `prestarted`: workers from prestart() for this same path and options."""
+    `prestarted`: workers from prestart() for this same path and options.
+    `progress(text)`: told what the grading does now (a status line)."""
     options = options or GradeOptions()
     from . import challenge as challenges
     challenge = challenges.load(options.challenge)
@@ -191,7 +192,7 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
             # (With a GPU they stay compiled, and CPU-mode truth borrows it.)
             os.environ["TRITON_INTERPRET"] = "1"
         run = Run(challenge, path, device, options)
-        run.triton_cache = cache
+        run.triton_cache, run.on_progress = cache, progress
         if device == "cuda" and options.time:
             # The judge's stand-in for measuring its timer's cost starts now,
             # beside the grading, unless this process measured it lately.
@@ -239,7 +240,14 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
         step_aside = dict(pauser=gpu_pause.pauser(spare=lambda: _held_pids(alone)), still=gpu_pause.still,
                           quiet=(run.checking, cuda_ipc.FETCH_LOCK, isolation.KILLS)) if lock else {}
         handed, held_early = held_early, None
-        with lock.shared(run.phases, held=handed, **step_aside) if lock else contextlib.nullcontext():
+        if lock is not None and handed is None:
+            handed = lock.try_shared()
+            if handed is None:
+                run.progress("waiting for the GPU: another grading is timing on it")
+        aside = (lambda now: run.progress("stepped aside: another grading is timing on this GPU" if now
+                                          else "running the cases"))
+        run.progress("loading the file and running the cases")
+        with lock.shared(run.phases, held=handed, notify=aside, **step_aside) if lock else contextlib.nullcontext():
             results, load_message = run_cases(run, ordered, slots)
             if lock:
                 # None of its workers may run outside the lock: killed, or
@@ -258,11 +266,14 @@ def grade(path: str | os.PathLike, options: GradeOptions | None = None,
             elif not options.time:
                 timing_note = "not timed: timing was turned off"
             elif lock is None:
+                run.progress("timing")
                 timing, performance = _time(run, slots[0], results, before_go=stopping.wait)
             else:
                 # Alone: this lane's other processes (the next file's workers)
                 # stopped too, all but the worker timed and the timer's stand-in.
+                run.progress("waiting to have the GPU alone for the timing")
                 with lock.exclusive(run.phases, still=gpu_pause.still, spare=lambda: _timing_pids(alone, run)):
+                    run.progress("timing")
                     try:
                         if alone.held is not None:
                             alone.held.resume()

@@ -175,6 +175,7 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
             stops = result.status in STOPPING or (result.status == "wrong_answer"
                                                   and run.options.stop_on_wrong_answer)
         results[index] = result
+        run.case_done(len(ordered))
         if stops:
             with lock:
                 stop_at[0] = min(stop_at[0], index)

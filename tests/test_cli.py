@@ -216,7 +216,7 @@ def test_options_reach_the_grader(isolated, monkeypatch):
 
     seen = {}
 
-    def fake_grade(path, options):
+    def fake_grade(path, options, progress=None):
         seen["path"], seen["options"] = path, options
         return GradeResult(verdict=Verdict.ACCEPTED, message="ok", challenge="matrix_multiplication",
                            submission=str(path), policy="leetgpu", seed=options.seed or 0, device="cpu",
@@ -252,7 +252,7 @@ def test_human_output_says_when_the_gpu_was_shared(isolated, monkeypatch):
     import judge.grader
     from judge.scoring import ScoringPolicy, score
 
-    def fake_grade(path, options):
+    def fake_grade(path, options, progress=None):
         return GradeResult(verdict=Verdict.ACCEPTED, message="ok", challenge="matrix_multiplication",
                            submission=str(path), policy="fp32", seed=1, device="cuda", device_name="a GPU",
                            versions={"python": "3", "torch": "t", "triton": "t"}, cases=[], latency_ms=None,
@@ -275,7 +275,7 @@ def test_gpu_lock_by_default_on_a_gpu_and_never_on_the_cpu(isolated, monkeypatch
     from judge.errors import UsageError
     seen = []
 
-    def fake_grade(path, options):
+    def fake_grade(path, options, progress=None):
         seen.append(options)
         raise UsageError("stop here")  # the options are what is checked
 

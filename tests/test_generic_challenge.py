@@ -231,3 +231,17 @@ def test_prestarted_workers_grade_the_same(folder):
     result = grade(right, options, prestarted=early)
     assert result.verdict.value == "accepted", result.message
     assert all(w.proc.poll() is not None for w in early)  # used, then stopped
+
+
+def test_a_grading_tells_its_progress(folder):
+    """`judge submit`'s status line: what the grading does now, ending with
+    every case counted."""
+    from judge.grader import GradeOptions, grade
+    right = folder / "right.py"
+    right.write_text(textwrap.dedent(SCALE_KERNEL.format(factor=2.0)))
+    said: list[str] = []
+    result = grade(right, GradeOptions(challenge="scale_by_two", device="cpu", seed=7, workers=2), progress=said.append)
+    assert result.verdict.value == "accepted", result.message
+    total = len(result.cases)
+    assert said[0] == "loading the file and running the cases"
+    assert [f"{n} of {total} cases run" for n in range(1, total + 1)] == said[1:]

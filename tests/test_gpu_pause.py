@@ -149,8 +149,9 @@ def _grading_beside_a_timing(tmp_path, family, driver, hold_s=3.0, elsewhere=fro
 
     def cases():
         waited: dict = {}
+        told = seen.setdefault("told", [])
         with lock.shared(waited, pauser=lambda: Pause(root=parent.pid, driver=driver, elsewhere=elsewhere),
-                         quiet=(threading.Lock(),)):
+                         quiet=(threading.Lock(),), notify=told.append):
             cases_in.set()
             time.sleep(hold_s)
         seen["cases_out"] = time.monotonic()
@@ -178,6 +179,7 @@ def test_a_grading_steps_aside_for_a_timing(tmp_path, family):
     assert seen["timing_waited"] < 1.5, seen
     assert seen["stopped_while_timing"] and seen["resumed_after"], seen
     assert seen["paused"] >= 0.3, seen
+    assert seen["told"] == [True, False], seen  # judge submit's status line says so while it lasts
 
 
 def test_a_grading_steps_aside_still_compiling_where_cpus_are_spare(tmp_path, family):
