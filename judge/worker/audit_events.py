@@ -28,6 +28,16 @@ def steers_native_code(name: str) -> bool:
     return upper.startswith("LD_") or upper.endswith("PATH") or upper in _STEERING
 
 
+# A process's memory as a file (/proc/PID/mem, /proc/PID/task/TID/mem):
+# the kernel lets a process read and write its own whatever its sandbox, so
+# through it a file rewrote the guard's strings (torch.mm passed for an
+# allowed view) and read its inputs past every gate. No one in a worker
+# opens a file of that name. A path relative to a directory descriptor
+# (os.open's dir_fd) cannot be resolved here, so the name alone decides,
+# and no link may be made to such a file under another name.
+MEMORY_FILE = "mem"
+
+
 def checker(submission: str, roots, known, blame, innermost_is_submission, reaches_file, real_bytecode,
             tracers: frozenset, refuse, native_ok, program_ok):
     """check(event, args, frame): refuse (through `refuse`) what the event
@@ -40,6 +50,17 @@ def checker(submission: str, roots, known, blame, innermost_is_submission, reach
     denied_imports, frame_attrs, refused_events, tracing_events = DENIED_IMPORTS, FRAME_ATTRS, REFUSED, TRACING
     same_source, top_package, steers = attribution.same_source, attribution.top_package, steers_native_code
     isabs, own_pid = os.path.isabs, os.getpid()
+    type_of, decode, rpartition = type, bytes.decode, str.rpartition
+
+    def last_part(path) -> str | None:
+        """The last component of a path as an open event gives it (str or
+        bytes: io.open and os.open have turned a path object into one), else
+        None (a descriptor, or an object io.FileIO was handed)."""
+        if type_of(path) is bytes:
+            path = decode(path, "utf-8", "surrogateescape")
+        if type_of(path) is not str:
+            return None
+        return rpartition(path, "/")[2]
 
     def judges_own(function) -> bool:
         """A function of the worker's or the guard's own files (their
@@ -97,7 +118,16 @@ def checker(submission: str, roots, known, blame, innermost_is_submission, reach
             if steers(name) and blame(frame, True):
                 refuse(f"no changing the environment programs start with ({name})")
         elif event == "open":
-            pass
+            path = args[0] if args else None
+            if last_part(path) == MEMORY_FILE:
+                refuse("no opening a process's memory (/proc/PID/mem)")
+            # io.FileIO asked __fspath__ already: asked again, an object of
+            # the file's own could name another file here.
+            if last_part(path) is None and not isinstance(path, int) and blame(frame, True):
+                refuse(f"no opening files through a path object of its own ({type(path).__name__})")
+        elif event == "os.symlink":
+            if last_part(args[0] if args else None) in (MEMORY_FILE, None):
+                refuse("no links to a process's memory (or through a path object)")
         elif event == "marshal.loads":
             if blame(frame, True) and not real_bytecode(frame):
                 refuse("no code objects made from bytes (marshal.loads)")

@@ -265,9 +265,15 @@ def _check_launches(interpreter) -> None:
 
     interpreter.InterpretedFunction.run = run
     interpreter.InterpretedFunction.__call__ = call
+    global LAUNCH_CODE
+    LAUNCH_CODE = run.__code__  # the native memory functions run below it only (judge.worker.raw_memory)
     combines = frontend.route_combine_functions(interpreter)  # a reduce's combine function: its checked body
     global HELPER_CALLS
     HELPER_CALLS = frozenset({call.__code__, kernel_rewrites.branch.__code__, *combines})
+
+
+# The code of the worker's interpreted launch (set by _check_launches).
+LAUNCH_CODE = None
 
 
 # The code of the worker's call of a @jit helper from inside a kernel: to the

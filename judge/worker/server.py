@@ -127,6 +127,8 @@ class Worker:
             from judge.worker import cpu_cuda
             # A file's device="cuda", torch.cuda.synchronize(), streams: as on a GPU.
             cpu_cuda.install(msg["path"], tf32=msg.get("emulate_tf32", True))
+        from judge.worker import raw_memory  # the interpreter's native memory access: its own launches only
+        raw_memory.install(interpret.LAUNCH_CODE if self.device != "cuda" else None)
         from judge.worker.rules import Guard
         path = msg["path"]
         trusted, sealed = launches.hook_triton(cuda=self.device == "cuda", submission=path)
