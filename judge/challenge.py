@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import re
 import os
 import sys
 import tomllib
@@ -327,8 +328,29 @@ def load(name: str) -> Challenge:
     return challenge
 
 
+# The line `judge init` writes first in a starter: the file names its
+# challenge, so `judge submit mine.py` grades it as that one.
+MARKER = re.compile(r"^#\s*challenge:\s*([\w./-]+)\s*$")
+
+
+def marked(path: Path) -> str | None:
+    """The challenge a `# challenge: NAME` line among the file's first
+    five names (read as text, never run), if any."""
+    try:
+        with path.open(encoding="utf-8-sig", errors="replace") as fh:
+            head = [fh.readline() for _ in range(5)]
+    except OSError:
+        return None
+    for line in head:
+        found = MARKER.match(line.strip())
+        if found:
+            return found.group(1)
+    return None
+
+
 def for_file(path: Path) -> str | None:
-    """The challenge whose folder holds `path` (an example), if any."""
+    """The challenge whose folder holds `path` (an example), else the one
+    its `# challenge: NAME` line names, if any."""
     resolved = path.resolve()
     from . import leetgpu
     try:
@@ -338,4 +360,4 @@ def for_file(path: Path) -> str | None:
     for name, folder in [*_folders().items(), *theirs.items()]:
         if folder.resolve() in resolved.parents:
             return name
-    return None
+    return marked(path)

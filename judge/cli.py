@@ -129,8 +129,12 @@ def init(name, path):
     path = path or Path("solution.py")
     if path.exists():
         raise UsageError(f"{path} already exists; not overwriting it")
-    path.write_text(ch.starter())
-    click.echo(f"wrote {path}; grade it with: judge submit {path}")
+    # Its first line names the challenge: `judge submit` then grades it as this one.
+    try:
+        path.write_text(f"# challenge: {ch.name}\n" + ch.starter())
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {path}; grade it with: judge submit {path}  (its first line names the challenge, {ch.name})")
 
 
 @main.command()
@@ -178,9 +182,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
     from .isolation import Limits
     from .scoring import load_policy
 
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
-    challenge_name = challenge_name or challenges.for_file(path) or "matrix_multiplication"
+    challenge_name, defaulted = _challenge_of(path, challenge_name)
     challenge = challenges.load(challenge_name)
     if policy is not None and policy not in challenge.tolerance.policies:
         raise UsageError(f"--policy {policy!r} is not defined for {challenge_name} "
@@ -211,6 +213,7 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
         with console.status(escape(f"grading {path} …")) as status:
             result = grade(path, options, progress=_status_line(status, f"grading {path}"))
         render(result, console)
+        _defaulted_hint(result, path, defaulted)
     _finish(0 if result.verdict.value == "accepted" else 1)
 
 
@@ -241,9 +244,7 @@ def check(path, challenge_name, gpu, as_json, seed, device, workers, gpu_lock):
     from . import check as checking
     from .grader import GradeOptions, grade
 
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
-    challenge_name = challenge_name or challenges.for_file(path) or "matrix_multiplication"
+    challenge_name, defaulted = _challenge_of(path, challenge_name)
     challenge = challenges.load(challenge_name)
     leet_policy, our_policy = checking.policies(challenge)
     options = GradeOptions(challenge=challenge_name, device=device, policy=leet_policy, seed=seed, workers=workers,
@@ -261,8 +262,10 @@ def check(path, challenge_name, gpu, as_json, seed, device, workers, gpu_lock):
         console = Console()
         doing = f"checking {path} as LeetGPU's {gpu.upper()} would"
         with console.status(escape(f"{doing} …")) as status:
-            outcome = checking.answer(challenge, path, grade(path, options, progress=_status_line(status, doing)), gpu)
+            result = grade(path, options, progress=_status_line(status, doing))
+            outcome = checking.answer(challenge, path, result, gpu)
         render_check(outcome, console)
+        _defaulted_hint(result, path, defaulted)
     _finish(0 if outcome.leetgpu.verdict == "accepted" else 1)
 
 
@@ -275,6 +278,28 @@ main.add_command(_export)
 main.add_command(_gradescope)
 
 _quick_exit = [False]
+
+
+def _challenge_of(path: Path, given: str | None) -> tuple[str, bool]:
+    """The file checked, and its challenge: --challenge, else the one whose
+    folder holds it or that its `# challenge:` line names, else matrix
+    multiplication (True: that default was taken)."""
+    if not path.exists():
+        raise UsageError(f"no such file: {path}")
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder, not a submission file (judge batch grades a folder of them)")
+    if not path.is_file():
+        raise UsageError(f"{path} is not a regular file")
+    named = given or challenges.for_file(path)
+    return (named, False) if named else ("matrix_multiplication", True)
+
+
+def _defaulted_hint(result, path: Path, defaulted: bool) -> None:
+    """A file graded as matrix multiplication only because nothing named
+    its challenge, whose solve did not fit: say how to name it."""
+    if defaulted and getattr(result.verdict, "value", result.verdict) == "invalid_submission":
+        click.echo(f"note: {path} was graded as matrix_multiplication, since no --challenge was given; for "
+                   f"another challenge: judge submit {path} --challenge NAME (judge challenges lists them)", err=True)
 
 
 def _status_line(status, doing: str):

@@ -159,15 +159,32 @@ def test_batch_display_roster_and_folders(tmp_path):
     roster = tmp_path / "roster.csv"
     roster.write_text("id,name,email\nalice,Alice,a@x\nbob,Bob,b@x\n")
     cmd = [sys.executable, "-m", "judge.cli", "batch", str(folder), "--out", str(out), "--device", "cpu",
-           "--roster", str(roster), "--regrade", "nobody"]
+           "--roster", str(roster)]
     run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
                          env={**os.environ, "COLUMNS": "160"})
     assert run.returncode == 0, run.stderr[-2000:]
     assert "invalid_submission" in run.stdout and "missing" in run.stdout
     assert "1 submission(s) found (folders layout), 1 graded now, 0 kept from before, 1 missing" in run.stdout
-    for line in ("empty_one: empty folder", "notes.txt: not a .py file", "--regrade nobody: no such submission"):
+    for line in ("empty_one: empty folder", "notes.txt: not a .py file"):
         assert line in run.stdout
     assert "grading" in run.stderr and "1/1" in run.stderr  # the live panel
+
+
+def test_settings_are_checked_before_the_store_is_touched(tmp_path):
+    """A mistyped --regrade id graded nothing and exited 0; an unknown
+    challenge was reported as an empty folder."""
+    folder, out = tmp_path / "class", tmp_path / "results"
+    folder.mkdir()
+    shutil.copyfile(ROOT / "submissions" / "faults" / "empty.py", folder / "alice.py")
+    run = subprocess.run(batch_cmd(folder, out, "--regrade", "alcie"), cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 2 and "--regrade alcie: no such submission (did you mean alice?)" in run.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = subprocess.run(batch_cmd(empty, out, "--challenge", "nope"), cwd=ROOT, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 2 and "unknown challenge 'nope'" in run.stderr
+    assert not out.exists()
 
 
 def test_drift_check_runs_in_the_lanes_queue_and_is_no_student(tmp_path):

@@ -320,6 +320,9 @@ USAGE_ERRORS = {
     "no_path": (["submit"], ["PATH"]),
     "show_unknown": (["show", "nope"], ["unknown challenge", "nope"]),
     "init_unknown": (["init", "nope", "x.py"], ["unknown challenge", "nope"]),
+    "init_no_folder": (["init", "relu", "no/such/folder/x.py"], ["cannot write", "x.py"]),
+    "submit_a_folder": (["submit", "tests", "--device", "cpu"], ["is a folder", "judge batch"]),
+    "check_a_folder": (["check", "tests"], ["is a folder"]),
     "unknown_command": (["frobnicate"], ["frobnicate"]),
 }
 
@@ -386,7 +389,7 @@ def test_init_writes_the_starter_and_refuses_to_overwrite(tmp_path):
     assert result.exit_code == 0, result.output
     assert str(target) in result.stdout and "judge submit" in result.stdout
     text = target.read_text()
-    assert text == challenges.load("matrix_multiplication").starter()
+    assert text == "# challenge: matrix_multiplication\n" + challenges.load("matrix_multiplication").starter()
     assert _solve_params(text) == ["a", "b", "c", "M", "N", "K"]
     compile(text, str(target), "exec")
 
@@ -396,6 +399,41 @@ def test_init_writes_the_starter_and_refuses_to_overwrite(tmp_path):
     _assert_usage_error(result, "already exists")
     assert target.read_text() == "# my work\n"
     assert target.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_a_starter_names_its_challenge(tmp_path):
+    """`judge init relu x.py` then `judge submit x.py` graded it as matrix
+    multiplication (invalid_submission) and `judge check` offered the
+    product's signature as the fix: the starter's first line names it."""
+    target = tmp_path / "mine.py"
+    assert _run("init", "relu", target).exit_code == 0
+    assert challenges.for_file(target) == "relu"
+    other = tmp_path / "other.py"
+    other.write_text("'''doc'''\n# challenge: vector_addition\n")
+    assert challenges.for_file(other) == "vector_addition"
+    other.write_text("\n" * 6 + "# challenge: vector_addition\n")  # only among the first lines
+    assert challenges.for_file(other) is None
+
+
+def test_a_file_graded_as_the_default_challenge_is_told_how_to_name_its_own(isolated, monkeypatch):
+    import judge.grader
+    from judge.scoring import ScoringPolicy, score
+
+    def fake_grade(path, options, progress=None):
+        return GradeResult(verdict=Verdict.INVALID_SUBMISSION, message="solve(x, y, n) cannot be called",
+                           challenge=options.challenge, submission=str(path), policy="fp32", seed=1, device="cpu",
+                           device_name="CPU", versions={"python": "3", "torch": "t", "triton": "t"}, cases=[],
+                           latency_ms=None, timing=None, timing_note=None, performance=None,
+                           score=score(ScoringPolicy(), False, None, None), sandbox="none", stdout="", stderr="",
+                           started_at="now", duration_s=1.0, phase_seconds={})
+
+    monkeypatch.setattr(judge.grader, "grade", fake_grade)
+    mine = isolated / "mine.py"
+    mine.write_text("def solve(x, y, n):\n    pass\n")
+    result = _run("submit", mine, "--device", "cpu")
+    assert result.exit_code == 1 and "--challenge NAME" in result.stderr
+    result = _run("submit", mine, "--device", "cpu", "--challenge", "matrix_multiplication")
+    assert "--challenge NAME" not in result.stderr
 
 
 def test_init_defaults_to_solution_py(tmp_path, monkeypatch):

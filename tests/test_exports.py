@@ -198,9 +198,25 @@ def test_gradescope_marks_a_stale_result(stale):
     alice = docs["alice"]
     assert alice["output"].startswith("NOT CURRENT: this result is for an earlier version of the file")
     assert "999999999999" in alice["output"] and "111111111111" in alice["output"]
-    assert alice["extra_data"] == {"status": "stale", "graded_sha256": "1" * 64, "file_sha256": "9" * 64}
+    assert alice["extra_data"] == {"status": "stale", "stale_because": "file", "graded_sha256": "1" * 64,
+                                   "file_sha256": "9" * 64}
     assert alice["score"] == 70.0 and gradescope.validate(alice) == []  # kept, as in the gradebook
     assert "NOT CURRENT" not in docs["=bob"]["output"] and "extra_data" not in docs["=bob"]
+
+
+def test_a_result_graded_under_other_settings_is_not_current(results):
+    """A regrade under another policy, interrupted: the results it did not
+    reach were exported as current, under the new run's policy."""
+    store = Store(results)
+    store.set_meta("config", json.dumps(["new-settings"]))
+    store.record("dan", "4" * 64, "new-settings", None, accepted(2.0), lane="gpu0", wall_s=5.0)
+    store.close()
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(export(results, "csv")))}
+    assert rows["alice"]["status"] == "stale" and rows["dan"]["status"] == "graded"
+    docs = json.loads(export(results, "gradescope"))
+    assert docs["alice"]["output"].startswith("NOT CURRENT: this result was graded")
+    assert docs["alice"]["extra_data"]["stale_because"] == "settings" and "extra_data" not in docs["dan"]
+    assert "under other" in export(results, "html")
 
 
 def test_junit_marks_a_stale_result(stale):

@@ -240,7 +240,7 @@ def test_show_init_and_inferred_roles(repo, tmp_path):
     assert "leetgpu (default)" in shown.output and "1e-06" in shown.output
     target = tmp_path / "mine.py"
     assert _run(repo, "init", "leetgpu/rectifier", target).exit_code == 0
-    assert target.read_text().startswith("# starter of 2_rectifier")
+    assert target.read_text().startswith("# challenge: leetgpu/rectifier\n# starter of 2_rectifier")
     assert challenges.for_file(repo / "challenges" / "easy" / "2_rectifier" / "mine.py") == "leetgpu/rectifier"
 
     bump = challenges.load("leetgpu/bump_counters")

@@ -192,14 +192,28 @@ def run_batch(opts: BatchOptions, display_factory) -> BatchOutcome:
         return _run_batch(plan, display_factory)
 
 
+def _check_regrade(asked, ids: list[str]) -> None:
+    """Every --regrade id is a submission found (a typo had graded nothing
+    and exited 0)."""
+    import difflib
+    for sid in asked:
+        if sid == "all" or unicodedata.normalize("NFC", sid) in ids:
+            continue
+        close = difflib.get_close_matches(sid, ids, n=3) or [i for i in ids if i.lower() == sid.lower()]
+        raise UsageError(f"--regrade {sid}: no such submission"
+                         + (f" (did you mean {', '.join(close)}?)" if close else f" ({len(ids)} found)"))
+
+
 def prepare(opts: BatchOptions) -> Plan:
     """Every input checked (roster, folder, device, --drift, challenge,
     policy, scoring) before --out is touched."""
+    challenges.load(opts.challenge)  # an unknown challenge said first, whatever the folder holds
     roster = read_roster(opts.roster) if opts.roster else None
     found = discover(opts.folder, roster)
     if not found.entries and not found.skipped:
         raise UsageError(f"no submissions in {opts.folder}: no .py file and no student folder with one"
                          + (f" ({len(found.problems)} other item(s) skipped)" if found.problems else ""))
+    _check_regrade(opts.regrade, [e.id for e in found.entries])
     from ..grader import choose_device
     device = choose_device(opts.device)
     gpus = visible_gpus(opts.gpus) if device == "cuda" else []
@@ -279,11 +293,11 @@ def _run_batch(plan: Plan, display_factory) -> BatchOutcome:
         store.set_meta("seed", str(seed))
         store.set_meta("challenge", opts.challenge)
     config = config_key(options)
+    with store.transaction():  # the settings results must have to be current (Store.rows)
+        store.set_meta("config", json.dumps([config, *legacy_config_keys(options)]))
     store.sync(found.entries, found.missing, found.skipped, complete=True)
     ids = [e.id for e in found.entries]
     regrade = set(ids) if "all" in opts.regrade else {unicodedata.normalize("NFC", r) for r in opts.regrade}
-    for sid in regrade - set(ids):
-        found.problems.append(f"--regrade {sid}: no such submission")
     todo = store.to_grade(ids, config, regrade, legacy_config_keys(options))
     by_id = {e.id: e for e in found.entries}
     if opts.ray:

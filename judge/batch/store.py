@@ -376,6 +376,8 @@ class Store:
         """Every submission (graded, pending or missing) with its result, if
         any, in id order: what the exports read. `result` is the parsed JSON."""
         out = []
+        current = self.meta("config")  # the last run's settings (a store from before it kept none)
+        current = set(json.loads(current)) if current else None
         query = ("SELECT s.id, s.path, s.sha256 AS file_sha256, s.source, s.name, s.email, s.status, r.* "
                  "FROM submissions s LEFT JOIN results r ON r.submission_id = s.id ORDER BY s.id")
         for row in self.conn.execute(query):
@@ -385,6 +387,10 @@ class Store:
                 item = {k: item[k] if k in ("id", "path", "name", "email", "status") else None for k in item}
                 item["message"] = item["status"] if item["status"] != "missing" else None
             elif item["result"] is not None and item["sha256"] != item["file_sha256"]:
-                item["status"] = "stale"  # the file changed since: graded on the next batch run
+                item["status"], item["stale_because"] = "stale", "file"  # graded again on the next run
+            elif item["result"] is not None and current is not None and item["config"] not in current:
+                # Graded under other settings (policy, seed, scale...) than the
+                # last run's, which was interrupted before it regraded this one.
+                item["status"], item["stale_because"] = "stale", "settings"
             out.append(item)
         return out

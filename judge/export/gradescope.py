@@ -108,6 +108,11 @@ def results_json(result: dict, correctness_points: float, performance_points: fl
 
 
 def stale_note(row: dict) -> str:
+    if row.get("stale_because") == "settings":
+        policy = (row.get("result") or {}).get("policy")
+        return (f"NOT CURRENT: this result was graded {row.get('graded_at')} under other settings (policy "
+                f"{policy}, or another seed or scale) than the last batch run's, which stopped before grading it "
+                "again. Run judge batch again before publishing.")
     return (f"NOT CURRENT: this result is for an earlier version of the file (sha256 {str(row.get('sha256'))[:12]}, "
             f"graded {row.get('graded_at')}); the file changed since (sha256 {str(row.get('file_sha256'))[:12]}) "
             "and has not been graded again. Run judge batch again before publishing.")
@@ -125,8 +130,8 @@ def for_row(row: dict, correctness_points: float, performance_points: float,
                        case_list=case_list, timed=timed)
     if row.get("status") == "stale":
         doc["output"] = stale_note(row) + "\n" + doc["output"]
-        doc["extra_data"] = {"status": "stale", "graded_sha256": row.get("sha256"),
-                             "file_sha256": row.get("file_sha256")}
+        doc["extra_data"] = {"status": "stale", "stale_because": row.get("stale_because"),
+                             "graded_sha256": row.get("sha256"), "file_sha256": row.get("file_sha256")}
     return doc
 
 
