@@ -53,6 +53,18 @@ def test_one_folder_per_student_and_roster(tmp_path):
     assert "'erin' is not on the roster" in text
 
 
+def test_students_one_level_down_are_named_as_such(tmp_path):
+    """sectionA/bob/solution.py and sectionA/carl/solution.py: the reason
+    said no file was named solution.py."""
+    write(tmp_path / "sectionA" / "bob" / "solution.py")
+    write(tmp_path / "sectionA" / "carl" / "solution.py")
+    write(tmp_path / "dora" / "solution.py")
+    found = discover(tmp_path)
+    assert [e.id for e in found.entries] == ["dora"]
+    text = "\n".join(found.problems)
+    assert "2 subfolders (bob, carl): a folder of student folders?" in text and "none named" not in text
+
+
 def test_lms_names_and_duplicates(tmp_path):
     write(tmp_path / "smith_alice_123_matmul.py")
     write(tmp_path / "alice.py")  # the same student twice

@@ -387,3 +387,17 @@ def test_junit_keeps_only_what_xml_can_hold():
     text = _clean("ok \uffff \ufffe \ud800 \x1b end")
     assert text == "ok    \\x1b end"  # a control character is shown (judge.export.text), not dropped
     ET.fromstring(f"<a>{text}</a>")
+
+
+def test_junit_counts_a_file_that_could_not_be_graded_as_an_error(results):
+    """A student who handed in two .py files was a <skipped> test: the
+    suite read errors="0" with students left ungraded."""
+    from judge.batch.discover import Skipped
+    store = Store(results)
+    store.sync([], [], [Skipped("grace", "/s/grace", "2 .py files and none named solution.py")])
+    store.close()
+    root = ET.fromstring(export(results, "junit").encode())
+    grace = {s.get("name"): s for s in root.findall("testsuite")}["grace"]
+    assert grace.get("errors") == "1" and grace.find("testcase/error").get("type") == "not_graded"
+    erin = {s.get("name"): s for s in root.findall("testsuite")}["erin"]  # on the roster, no file: a skip
+    assert erin.get("skipped") == "1" and erin.get("errors") == "0"

@@ -179,7 +179,13 @@ def pick_file(folder: Path, problems: list[str]) -> tuple[Path | None, str | Non
         if len(chosen) == 1:
             problems.append(f"{folder}: {len(files)} .py files; graded {chosen[0].relative_to(folder)}")
             return chosen[0], None
-    reason = f"{len(files)} .py files and none named {', '.join(PREFERRED_NAMES)}"
+    named = sorted({p.parent for p in files if p.name.lower() in PREFERRED_NAMES})
+    if len(named) > 1:  # sectionA/bob/solution.py, sectionA/carl/solution.py: students one level down
+        places = ", ".join(printable(str(p.relative_to(folder))) for p in named[:3]) + (", …" if len(named) > 3 else "")
+        reason = (f"{len(files)} .py files in {len(named)} subfolders ({places}): a folder of student folders? "
+                  "Grade it as a class folder of its own")
+    else:
+        reason = f"{len(files)} .py files and none named {', '.join(PREFERRED_NAMES)}"
     problems.append(f"{folder}: {reason}; nothing graded")
     return None, reason
 

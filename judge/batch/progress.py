@@ -15,6 +15,7 @@ from collections import Counter
 from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
+from rich.text import Text
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 from rich.table import Table
@@ -157,8 +158,9 @@ class LivePanel(Display):
         counts = "  ".join(f"[{VERDICT_STYLE.get(v, 'yellow')}]{v}[/] {n}" for v, n in sorted(self.counts.items()))
         lanes = Table.grid(padding=(0, 2))
         for name, sid in self.lanes.items():
-            lanes.add_row(f"[bold]{escape(name)}[/]", escape(printable(sid)) if sid else "[dim]idle[/]")
-        return Group(self.progress, counts or "[dim]no result yet[/]", lanes)
+            lanes.add_row(Text.from_markup(f"[bold]{escape(name)}[/]"),
+                          Text(printable(sid)) if sid else Text.from_markup("[dim]idle[/]"))
+        return Group(self.progress, Text.from_markup(counts or "[dim]no result yet[/]"), lanes)
 
     def __enter__(self):
         self.live.__enter__()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..batch.store import NOT_GRADED
 from .text import visible
 
 FAILURES = {"wrong_answer", "rejected"}
@@ -47,7 +48,13 @@ def to_junit(rows: list[dict]) -> str:
         if result is None or not cases:
             case = ET.SubElement(suite, "testcase", classname=_clean(row["id"]), name="submission", time="0")
             counts["tests"] += 1
-            if result is None:
+            if result is None and (row.get("status") or "").startswith(NOT_GRADED):
+                # Something was handed in that could not be graded (two files, no .py file): an
+                # error a CI view must show, not a skip.
+                node = ET.SubElement(case, "error", message=_clean(row.get("status")), type="not_graded")
+                node.text = _clean(row.get("status"))
+                counts["errors"] += 1
+            elif result is None:
                 ET.SubElement(case, "skipped", message=_clean(row.get("status") or "not graded"))
                 counts["skipped"] += 1
             elif result.get("verdict") != "accepted":
