@@ -25,6 +25,9 @@ class _Group(click.Group):
         except JudgeError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:  # Ctrl-C: the shell's code for it, not 1 ("another verdict")
+            click.secho("interrupted: nothing graded", fg="yellow", err=True)
+            sys.exit(130)
 
 
 # --gpu-lock, for submit and check: gradings that share a GPU take turns to time.

@@ -471,3 +471,16 @@ def test_help_and_version_through_the_module(isolated):
     assert proc.returncode == 0 and "--stop-on-wrong-answer" in proc.stdout
     proc = subprocess.run([*_judge_command(), "--version"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "judge" in proc.stdout
+
+
+def test_ctrl_c_exits_130_not_as_a_verdict(isolated, monkeypatch):
+    """Ctrl-C during `judge submit --json` printed "Aborted!" and exited 1,
+    the code of a verdict other than accepted."""
+    import judge.grader
+
+    def interrupted(path, options, progress=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(judge.grader, "grade", interrupted)
+    result = _run("submit", CORRECT, "--device", "cpu", "--json")
+    assert result.exit_code == 130 and result.stdout == "" and "interrupted" in result.stderr
