@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from judge import precheck, source_scan
 from judge.cli import main
-from tests.helpers import SUBMISSIONS
+from tests.helpers import ROOT, SUBMISSIONS
 
 NAMES = ["a", "b", "c", "M", "N", "K"]
 KERNEL = """
@@ -169,6 +169,15 @@ def test_source_nested_past_the_parser_is_a_finding_not_a_crash():
     deep = "x = " + "+".join(["1"] * 100_000) + "\n"
     assert [f.rule for f in precheck.check(deep, NAMES)] == ["syntax"]
     assert source_scan.broadcast_sum(deep) is False
+
+
+def test_the_broadcast_note_names_a_product_kept_in_a_variable():
+    """The TF32 of a file with no tl.dot comes from the compiler's rewrite:
+    the note said so only for the product written inline in tl.sum."""
+    fixtures = ROOT / "tests" / "fixtures"
+    assert source_scan.broadcast_sum((fixtures / "broadcast_product_of_expand_dims.py").read_text())
+    assert source_scan.broadcast_sum((fixtures / "broadcast_sum_small_k.py").read_text())
+    assert not source_scan.broadcast_sum((ROOT / "submissions" / "wrong" / "tf32_default.py").read_text())
 
 
 def _check(*args) -> tuple[int, dict]:

@@ -12,9 +12,30 @@ PRODUCT = "judge_product"  # a TensorHandle's attr: the float operands of the mu
 _FUSED = (np.float32, np.float16)  # the types whose multiply and add the GPU fuses into one fma
 
 
+# A value broadcast from an expand_dims (x[:, :, None], tl.expand_dims(x, 2)):
+# the axis it inserted. The GPU compiler turns a sum over axis 1 of a product
+# of two such values into a TF32 dot only when the multiply's first operand
+# was expanded at axis 2 and its second at axis 0, each broadcast straight
+# from the expand_dims (CombineBroadcastMulReducePattern); the same numbers
+# made by tl.reshape, or multiplied the other way round, stay float32 there.
+EXPANDED = "judge_broadcast_of_expanded"
+PRODUCT_EXPANDED = "judge_product_expanded"  # a product's: its operands' EXPANDED, in order
+_JUST_EXPANDED = "judge_expanded"
+
+
 def product_operands(handle):
     """The operands of the float multiply that made this value, if it was one."""
     return handle.attr.get(PRODUCT) if isinstance(handle.attr, dict) else None
+
+
+def product_expansions(handle) -> tuple | None:
+    """(first operand's, second operand's) expand_dims axis, each None
+    where that operand was not broadcast straight from an expand_dims."""
+    return handle.attr.get(PRODUCT_EXPANDED) if isinstance(handle.attr, dict) else None
+
+
+def _attr(handle) -> dict:
+    return handle.attr if isinstance(getattr(handle, "attr", None), dict) else {}
 
 
 def _rounded_once(interpreter, x, y, z, like):
@@ -108,10 +129,25 @@ def _contract(interpreter) -> None:
     builder = interpreter.InterpreterBuilder
     original_fmul, original_fadd, original_fsub = builder.create_fmul, builder.create_fadd, builder.create_fsub
 
+    original_expand, original_broadcast = builder.create_expand_dims, builder.create_broadcast
+
+    def create_expand_dims(self, arg, axis):
+        out = original_expand(self, arg, axis)
+        if isinstance(out.attr, dict):
+            out.attr[_JUST_EXPANDED] = int(axis) % max(np.ndim(out.data), 1)
+        return out
+
+    def create_broadcast(self, arg, shape):
+        out = original_broadcast(self, arg, shape)
+        if isinstance(out.attr, dict) and _JUST_EXPANDED in _attr(arg):
+            out.attr[EXPANDED] = _attr(arg)[_JUST_EXPANDED]
+        return out
+
     def create_fmul(self, lhs, rhs):
         product = original_fmul(self, lhs, rhs)
         if np.asarray(product.data).dtype in _FUSED and isinstance(product.attr, dict):
             product.attr[PRODUCT] = (lhs.data, rhs.data)
+            product.attr[PRODUCT_EXPANDED] = (_attr(lhs).get(EXPANDED), _attr(rhs).get(EXPANDED))
         return product
 
     def create_fadd(self, lhs, rhs):
@@ -137,4 +173,5 @@ def _contract(interpreter) -> None:
         return result
 
     builder.create_fmul, builder.create_fadd, builder.create_fsub = create_fmul, create_fadd, create_fsub
+    builder.create_expand_dims, builder.create_broadcast = create_expand_dims, create_broadcast
 

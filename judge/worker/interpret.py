@@ -76,7 +76,8 @@ def install(emulate_tf32: bool = True) -> None:
             # first stays float32 on the GPU. (The multiply's operands are kept
             # on its result by judge.worker.arithmetic.)
             operands = arithmetic.product_operands(input.handle)
-            if operands is not None and self.axis is not None and self.axis % 3 == 1 and _outer_broadcast(*operands):
+            if operands is not None and self.axis is not None and self.axis % 3 == 1 \
+                    and arithmetic.product_expansions(input.handle) == (2, 0) and _outer_broadcast(*operands):
                 rounded = round_to_tf32(operands[0]) * round_to_tf32(operands[1])
                 return self.to_tensor(np.sum(rounded, axis=1, keepdims=self.keep_dims), input.dtype)
             return original_sum(self, input)
