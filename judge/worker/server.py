@@ -129,6 +129,8 @@ class Worker:
             cpu_cuda.install(msg["path"], tf32=msg.get("emulate_tf32", True))
         from judge.worker import raw_memory  # the interpreter's native memory access: its own launches only
         raw_memory.install(interpret.LAUNCH_CODE if self.device != "cuda" else None)
+        import triton  # the judge says where kernels run: a file's TRITON_INTERPRET=1 failed on the GPU
+        triton.knobs.runtime.interpret = self.device != "cuda"
         from judge.worker.rules import Guard
         path = msg["path"]
         trusted, sealed = launches.hook_triton(cuda=self.device == "cuda", submission=path)
