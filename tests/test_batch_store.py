@@ -229,3 +229,19 @@ def test_a_file_gone_from_the_class_shows_no_grade_and_gets_it_back_on_return(tm
     rows = {r["id"]: r for r in store.rows()}
     assert rows["a"]["status"] == "graded" and rows["a"]["verdict"] == "accepted"
     assert store.to_grade(["a", "b"], "cfg") == []
+
+
+def test_an_id_that_changes_case_keeps_its_row(tmp_path):
+    """A roster added to a batch: Z.PY, graded as Z, is then z. A phantom Z
+    row ("no file in the class folder") stayed beside z, graded again; and a
+    roster without z turned Zed's named row into that phantom."""
+    store = Store(tmp_path)
+    store.sync([entry("Z"), entry("b")], [], complete=True)
+    store.record("Z", "a" * 64, "cfg", None, accepted())
+    store.sync([entry("z"), entry("b")], [], complete=True)
+    rows = {r["id"]: r for r in store.rows()}
+    assert set(rows) == {"z", "b"} and rows["z"]["verdict"] == "accepted" and rows["z"]["status"] == "graded"
+    assert store.to_grade(["z", "b"], "cfg") == ["b"]  # its result kept, not graded again
+    assert not store.written_by_another() and store.repair() == []  # the store's own record followed
+    store.sync([entry("Z"), entry("z")], [], complete=True)  # both there: two students, nothing renamed
+    assert {r["id"] for r in store.rows()} == {"Z", "z", "b"}

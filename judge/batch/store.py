@@ -27,6 +27,7 @@ from typing import Any, Iterable
 
 from ..errors import UsageError
 from .row_values import clean, gradebook_columns  # noqa: F401  (the store's public helpers)
+from . import id_changes
 
 SCHEMA_VERSION = 1
 DB_NAME = "results.sqlite"
@@ -279,6 +280,8 @@ class Store:
         has no file there any more (GONE)."""
         entries, skipped, missing = list(entries), list(skipped), list(missing)
         with self.transaction():
+            if complete:  # an id changed in case only (a roster added) keeps its row
+                id_changes.follow(self.conn, {x.id for x in (*entries, *skipped, *missing)}, self._digests)
             for e in entries:
                 self._sync_entry(e)
             for s in skipped:
