@@ -144,7 +144,8 @@ def init(name, path):
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--challenge", "challenge_name", default=None,
               help="Challenge to grade against (see `judge challenges`). Default: the challenge whose "
-                   "folder holds PATH (its examples), else matrix_multiplication.")
+                   "folder holds PATH (its examples), else the one its '# challenge: NAME' line names "
+                   "(judge init writes it), else matrix_multiplication.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Run seed: the same seed reproduces the same case data on this install.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]),
@@ -223,7 +224,8 @@ def submit(path, challenge_name, as_json, seed, device, policy, stop_on_wrong_an
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--challenge", "challenge_name", default=None,
-              help="Challenge (default: the one whose folder holds PATH, else matrix_multiplication).")
+              help="Challenge (default: the one whose folder holds PATH, else the one its '# challenge: NAME' "
+                   "line names, which judge init writes, else matrix_multiplication).")
 @click.option("--gpu", type=click.Choice(["t4", "a100", "h100", "h200", "b200"]), default="h100", show_default=True,
               help="The LeetGPU GPU to answer for. t4 has no TF32, so a default tl.dot computes in float32 "
                    "there and in TF32 on the others; on CPU that is what is emulated.")
