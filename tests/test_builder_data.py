@@ -8,7 +8,7 @@ import torch
 
 from judge.worker import builder_data
 from judge.worker.rules import RuleViolation
-from judge.worker.argument_types import record_tensor_types, refused_in
+from judge.worker.argument_types import other_layout, record_tensor_types, refused_in
 
 
 class Deferred:
@@ -99,3 +99,17 @@ def test_symbolic_numbers_and_new_tensor_subclasses_are_found_among_arguments():
     assert refused_in((torch.zeros(1).as_subclass(plain),), {}) is None
     plain.__torch_function__ = classmethod(lambda cls, func, types, args=(), kwargs=None: func(*args, **(kwargs or {})))
     assert "__torch_function__" in refused_in((torch.zeros(1).as_subclass(plain),), {})
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_tensors_that_are_not_plain_strided_ones_are_found_among_arguments():
+    """Their views and copies compute (a sparse select summed duplicates)."""
+    record_tensor_types()
+    sparse = torch.sparse_coo_tensor(torch.zeros((1, 2), dtype=torch.long), torch.ones(2, 3), (1, 3))
+    assert other_layout((sparse, 0, 0), {}) == "a sparse_coo tensor"
+    assert other_layout(([torch.zeros(1), sparse],), {}) == "a sparse_coo tensor"
+    assert other_layout((), {"input": torch.eye(3).to_sparse_csr()}) == "a sparse_csr tensor"
+    assert other_layout((torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]),), {}) == "a nested tensor"
+    assert other_layout((torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint32),), {}) == "a quantized tensor"
+    assert "negation" in other_layout((torch._neg_view(torch.ones(3)),), {})
+    assert other_layout((torch.ones(3), [torch.zeros(2)], 1.0), {"out": torch.empty(3)}) is None

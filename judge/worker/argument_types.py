@@ -36,6 +36,7 @@ def record_tensor_types() -> None:
                 found.add(sub)
                 pending.append(sub)
     refused_in.__defaults__ = (((torch.SymInt, torch.SymFloat, torch.SymBool), frozenset(found), torch.Tensor),)
+    other_layout((), {})  # its defaults bound now too
 
 
 def refused_in(args, kwargs, _known=None) -> str | None:
@@ -54,4 +55,32 @@ def refused_in(args, kwargs, _known=None) -> str | None:
                 hook = hooked(kind)
                 if hook:
                     return f"a tensor of a subclass of the file's with {hook} ({kind.__name__})"
+    return None
+
+
+def other_layout(args, kwargs, _strided=None) -> str | None:
+    """A tensor among the arguments (or in a list or tuple among them) that
+    is not a plain strided one: sparse, compressed, nested, mkldnn or
+    quantized, in words, else None. Their operators compute where a strided
+    tensor's only view or copy: an uncoalesced sparse tensor built at import,
+    its values written by a kernel, summed its duplicates in select (the
+    sum passed for a view). Read through torch's C class (a Python property
+    of the file's cannot answer)."""
+    if _strided is None:
+        import torch
+        base = torch._C.TensorBase
+        other_layout.__defaults__ = ((torch.strided, base, base.layout.__get__, base.is_quantized.__get__,
+                                      base.is_nested.__get__, base.is_neg, base.is_conj),)
+        return other_layout(args, kwargs)
+    strided, base, layout_of, quantized, nested, negated, conjugated = _strided
+    for value in (*args, *kwargs.values()):
+        for item in value if type(value) is list or type(value) is tuple else (value,):
+            if isinstance(item, base):
+                layout = layout_of(item)
+                if layout is not strided:
+                    return f"a {str(layout).rpartition('.')[2]} tensor"
+                if quantized(item) or nested(item):
+                    return "a quantized tensor" if quantized(item) else "a nested tensor"
+                if negated(item) or conjugated(item):  # a copy computes the negation the bit defers
+                    return "a tensor with a deferred negation or conjugation"
     return None

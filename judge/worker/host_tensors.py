@@ -91,7 +91,10 @@ def is_host(tensor, _host=_host) -> bool:
         return True
     if not _host:
         return False
-    key = _storage(tensor)
+    try:
+        key = _storage(tensor)
+    except (RuntimeError, NotImplementedError):  # no storage (sparse, nested): not the host's memory
+        return False
     refs = _host.get(key)
     alive = refs is not None and any(ref() is not None for ref in refs)
     if refs is not None and not alive:
@@ -106,7 +109,11 @@ def _mark(result, _host=_host) -> None:
             # Plain references, with no callback: a WeakSet's reference hands
             # its set back to anyone holding the tensor (weakref.getweakrefs(t)
             # -> __callback__ -> its defaults), and a file emptied it.
-            refs = _host.setdefault(_storage(tensor), [])
+            try:
+                key = _storage(tensor)
+            except (RuntimeError, NotImplementedError):  # no storage of its own to mark
+                continue
+            refs = _host.setdefault(key, [])
             refs[:] = [ref for ref in refs if ref() is not None] + [weakref.ref(tensor)]
 
 

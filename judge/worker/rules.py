@@ -33,7 +33,7 @@ import os
 import sys
 
 from judge.worker import copy_extent, frozen_class
-from judge.worker.argument_types import refused_in
+from judge.worker.argument_types import other_layout, refused_in
 from judge.worker.op_tables import (ALLOCATION_OPS, ALLOWED_OPS, COPY_FORMS, COPY_OPS, FILL_OPS,  # noqa: F401
                                       HOST_METHODS, METADATA_OPS, TRANSFER_OPS, TRITON_OPS, VIEW_OPS,
                                       WRITES_NO_DATA)
@@ -214,6 +214,10 @@ class Guard:
 
     def check_op(self, func, args, kwargs, inside_triton: bool = False) -> None:
         name = func.overloadpacket.__name__
+        unusual = other_layout(args, kwargs)
+        if unusual:
+            self.flag(f"rule: no torch compute in solve: aten.{name} ({func}) was given {unusual}, whose operators "
+                      "compute where a plain tensor's would only view or copy; keep tensors strided")
         if inside_triton:
             if name not in TRITON_OPS:
                 self.flag(f"rule: no torch compute in solve: aten.{name} was called ({func}) from code "
@@ -253,7 +257,7 @@ class Guard:
         worker's own copies, the timer's among them, stay cheap.)"""
         name = func.overloadpacket.__name__
         return name in ALLOWED_OPS and not (name in TRANSFER_OPS and copy_extent.crossing(name, args, kwargs)) \
-            and not copy_extent.writes_into_band(func, args, kwargs)
+            and not copy_extent.writes_into_band(func, args, kwargs) and not other_layout(args, kwargs)
 
     # --- Python-level methods (CPU tensors reach the host without dispatch) ---
 
