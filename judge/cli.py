@@ -302,7 +302,7 @@ def _challenge_of(path: Path, given: str | None) -> tuple[str, bool]:
 def _defaulted_hint(result, path: Path, defaulted: bool) -> None:
     """A file graded as matrix multiplication only because nothing named
     its challenge, whose solve did not fit: say how to name it."""
-    if defaulted and getattr(result.verdict, "value", result.verdict) == "invalid_submission":
+    if defaulted and result.verdict.value == "invalid_submission":
         click.echo(f"note: {path} was graded as matrix_multiplication, since no --challenge was given; for "
                    f"another challenge: judge submit {path} --challenge NAME (judge challenges lists them)", err=True)
 

@@ -35,6 +35,17 @@ def hide(names: dict, blame, refuse, getframe) -> None:
         stand_ins[id(real)] = (real, Guarded(name))
     if not stand_ins:
         return
+    replace_everywhere(stand_ins)
+    for name in names:
+        real = sys.modules.get(name)
+        if real is not None and id(real) in stand_ins:
+            sys.modules[name] = stand_ins[id(real)][1]
+
+
+def replace_everywhere(stand_ins: dict) -> None:
+    """Every loaded module's name bound to one of the real objects of
+    `stand_ins` (id -> (real, stand-in)) rebound to its stand-in, in one
+    pass (a module's own name for itself aside)."""
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
@@ -43,10 +54,6 @@ def hide(names: dict, blame, refuse, getframe) -> None:
             found = stand_ins.get(id(value))
             if found is not None and found[0] is value and value is not module:
                 namespace[key] = found[1]
-    for name in names:
-        real = sys.modules.get(name)
-        if real is not None and id(real) in stand_ins:
-            sys.modules[name] = stand_ins[id(real)][1]
 
 
 def hide_own(written_by_submission, refuse, getframe) -> None:

@@ -39,12 +39,8 @@ def install(launch_code=None) -> None:
             setattr(stand_in, name, getattr(native, name))
     for name in MEMORY_FUNCTIONS:
         setattr(stand_in, name, _guarded(getattr(native, name), name, launch_code, grid_code, interpreter_file))
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if isinstance(namespace, dict):
-            for key, value in list(namespace.items()):
-                if value is native:
-                    namespace[key] = stand_in
+    from judge.worker import module_guard
+    module_guard.replace_everywhere({id(native): (native, stand_in)})
     libtriton.interpreter = stand_in
 
 
