@@ -26,6 +26,7 @@ from .. import challenge as challenges
 from .. import gpu_lock
 from ..errors import UsageError
 from .discover import Discovery, discover, read_roster
+from .drift import drift_file, drift_report
 from .lanes import (Event, Job, LanePool, auto_lanes_per_gpu, lane_specs, smallest_gpu_bytes, visible_gpus,
                     workers_per_grading)
 from .store import Store
@@ -124,35 +125,6 @@ def failure_result(job: Job, error: str, options: dict) -> dict:
             "challenge": options.get("challenge"), "submission": str(job.path), "policy": options.get("policy"),
             "seed": options.get("seed"), "device": options.get("device"), "cases": [], "latency_ms": None,
             "score": None}
-
-
-def drift_file(opts: BatchOptions, device: str) -> Path | None:
-    """The honest submission graded at the start and the end: --drift FILE,
-    or on a GPU the challenge's first accepted example."""
-    if opts.drift == "none" or (opts.drift == "auto" and device != "cuda"):
-        return None
-    if opts.drift != "auto":
-        path = Path(opts.drift)
-        if not path.is_file():
-            raise UsageError(f"--drift: no such file: {path}")
-        return path
-    from .. import goldens
-    for golden in goldens.examples():
-        if golden.challenge == opts.challenge and golden.verdict == "accepted":
-            return golden.path
-    return None
-
-
-def drift_report(start: Event | None, end: Event | None, path: Path) -> dict:
-    def side(event: Event | None) -> dict:
-        result = (event.result if event else None) or {}
-        return {"verdict": result.get("verdict"), "latency_ms": result.get("latency_ms"),
-                "lane": event.lane if event else None, "error": event.error if event else None}
-    a, b = side(start), side(end)
-    change = None
-    if a["latency_ms"] and b["latency_ms"]:
-        change = round(100.0 * (b["latency_ms"] - a["latency_ms"]) / a["latency_ms"], 3)
-    return {"file": str(path), "start": a, "end": b, "change_percent": change}
 
 
 def _stage(out: Path, index: int, source: Path) -> Path:

@@ -22,7 +22,7 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals",
                  "judge.worker.module_guard", "judge.worker.copy_extent", "judge.worker.builder_data",
                  "judge.worker.argument_types", "judge.worker.frozen_class", "judge.worker.seal",
-                 "judge.worker.op_tables", "judge.worker.raw_memory")
+                 "judge.worker.op_tables", "judge.worker.raw_memory", "judge.worker.write_bounds")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.kernel_callees", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",

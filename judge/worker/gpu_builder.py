@@ -29,19 +29,29 @@ def float_exchange(interpreter) -> None:
 
 def int_to_pointer_untagged(interpreter) -> None:
     """An address cast to a pointer in a kernel (LeetGPU's raw-pointer
-    starter: a.data_ptr() passed as an int, then .to(tl.pointer_type(...)))
-    is the tensor's address on a GPU. The CPU mode hands the file addresses
-    tagged (judge.worker.gates.ADDRESS_TAG, so that host code cannot use
-    them), and the interpreter's cast kept the tag: the kernel read outside
-    memory and the worker died. The tag is cleared where a kernel makes the
-    pointer; a kernel could reach any address by arithmetic already."""
-    from judge.worker.gates import ADDRESS_TAG
+    starter: a.data_ptr() passed as an int, then .to(tl.pointer_type(...)),
+    or bitcast) is the tensor's address on a GPU. The CPU mode hands the
+    file addresses tagged (judge.worker.gates.ADDRESS_TAG, so that host code
+    cannot use them), and the interpreter's cast kept the tag: the kernel
+    read outside memory and the worker died. The tag is cleared where a
+    kernel makes the pointer, and the storage it names may then be written
+    (judge.worker.write_bounds); an address without the tag grants nothing."""
+    from judge.worker import write_bounds
     bitcast = interpreter.InterpreterBuilder.create_bitcast
 
-    def create_int_to_ptr(self, src, dst_type):
+    def untagged(src):
         data = np.asarray(src.data)
         if data.dtype.kind in "iu" and data.dtype.itemsize == 8:
-            src = interpreter.TensorHandle(data & data.dtype.type(~ADDRESS_TAG), src.dtype)
+            return interpreter.TensorHandle(write_bounds.grant(data), src.dtype)
+        return src
+
+    def create_int_to_ptr(self, src, dst_type):
+        return bitcast(self, untagged(src), dst_type)
+
+    def create_bitcast(self, src, dst_type):
+        if getattr(dst_type, "is_ptr", lambda: False)():
+            src = untagged(src)
         return bitcast(self, src, dst_type)
 
     interpreter.InterpreterBuilder.create_int_to_ptr = create_int_to_ptr
+    interpreter.InterpreterBuilder.create_bitcast = create_bitcast

@@ -83,6 +83,17 @@ def _external(tensor, _storage=_C.TensorBase.untyped_storage, _resizable=_C.Stor
         return False
 
 
+def is_host_storage(storage, _host=_host, _address=_C.StorageBase.data_ptr, _resizable=_C.StorageBase.resizable,
+                    _shared=_C.StorageBase.is_shared) -> bool:
+    """A storage of host memory: one torch's allocator did not make, one in
+    shared memory, or one a host tensor lives on (judge.worker.write_bounds:
+    a kernel may not write it through its address)."""
+    if not _resizable(storage) or _shared(storage):
+        return True
+    refs = _host.get(_address(storage) & ~ADDRESS_TAG)
+    return refs is not None and any(ref() is not None for ref in refs)
+
+
 def is_host(tensor, _host=_host) -> bool:
     import torch
     if not isinstance(tensor, torch.Tensor):

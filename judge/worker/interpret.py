@@ -192,7 +192,7 @@ def _check_launches(interpreter) -> None:
     import threading
 
     from judge.worker import (audit, builtin_names, frontend, host_tensors, interpreter_state, kernel_rewrites,
-                              launch_gate, launch_watch, launches, libdevice_cpu, races, twins)
+                              launch_gate, launch_watch, launches, libdevice_cpu, races, twins, write_bounds)
     from judge.worker.compiled_stand_in import CompiledStandIn
     lock = threading.RLock()
 
@@ -231,6 +231,7 @@ def _check_launches(interpreter) -> None:
                 launch_watch.before_launch(timed)
                 began = now()
                 # After the check, which must see libdevice's stubs, the names as bound and tl.tensor's own methods.
+                write_bounds.begin(args, kwargs)  # what its stores may reach
                 with libdevice_cpu.during_launch(fn.__globals__), _math_methods(), \
                         builtin_names.during_launch(fn.__globals__, kwargs.get("num_warps") or 4):
                     result = interpreter.GridExecutor(body, names, grid, [])(*args, **kwargs)
@@ -244,6 +245,7 @@ def _check_launches(interpreter) -> None:
                     launches.failed(*_launch_failure(exc))
                 raise
             finally:
+                write_bounds.end()
                 races.end_launch()
                 audit.memo(("decisions",), None)
                 if not twins.unchanged(reads):  # the file's code ran inside the launch
@@ -365,7 +367,8 @@ def _launch_failure(exc: BaseException) -> tuple[str, str]:
     from judge.worker import races
     if isinstance(exc, races.RaceFound):  # programs of one launch sharing memory without atomics
         return "wrong_answer", str(exc)
-    if isinstance(exc, DeviceAssertFailed):
+    from judge.worker.write_bounds import StrayWrite
+    if isinstance(exc, (DeviceAssertFailed, StrayWrite)):
         return "runtime_error", str(exc)
     said = f"{type(exc).__name__}: {exc}"
     if any(limit in said for limit in INTERPRETER_LIMITS):

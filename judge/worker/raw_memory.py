@@ -16,6 +16,10 @@ import sys
 import types
 
 MEMORY_FUNCTIONS = ("load", "store", "atomic_cas", "atomic_rmw")
+# Where each writing function's addresses, values and mask are among its
+# arguments (mask None: every address): the launch's bounds check them
+# (judge.worker.write_bounds).
+WRITES = {"store": (0, 1, 2), "atomic_rmw": (1, 2, 3), "atomic_cas": (0, 2, None)}
 
 
 def install(launch_code=None) -> None:
@@ -37,8 +41,10 @@ def install(launch_code=None) -> None:
     for name in dir(native):
         if not name.startswith("__"):
             setattr(stand_in, name, getattr(native, name))
+    from judge.worker import write_bounds
     for name in MEMORY_FUNCTIONS:
-        setattr(stand_in, name, _guarded(getattr(native, name), name, launch_code, grid_code, interpreter_file))
+        setattr(stand_in, name, _guarded(getattr(native, name), name, launch_code, grid_code, interpreter_file,
+                                         write_bounds.check if name in WRITES else None))
     from judge.worker import module_guard
     module_guard.replace_everywhere({id(native): (native, stand_in)})
     libtriton.interpreter = stand_in
@@ -47,16 +53,20 @@ def install(launch_code=None) -> None:
 _NAME = "triton._C.libtriton.interpreter (the judge's guard)"
 
 
-def _guarded(real, name: str, launch_code, grid_code, interpreter_file):
+def _guarded(real, name: str, launch_code, grid_code, interpreter_file, bounds):
     # What it uses is bound in its defaults, which a file may not read
     # (judge.worker.audit_events), never in a closure.
     def call(*args, _real=real, _name=name, _launch=launch_code, _grid=grid_code, _file=interpreter_file,
-             _frame=sys._getframe, _audit=sys.audit, _error=PermissionError):
+             _frame=sys._getframe, _audit=sys.audit, _error=PermissionError, _bounds=bounds,
+             _where=WRITES.get(name)):
         if not _in_launch(_frame(1), _launch, _grid, _file):
             message = (f"rule: no reading or writing memory through Triton's interpreter outside a kernel's "
                        f"launch ({_name}) in the submission")
             _audit("tritonjudge.violation", message)
             raise _error(message)
+        if _bounds is not None:
+            ptrs, values, mask = _where
+            _bounds(args[ptrs], None if mask is None else args[mask], args[values].dtype.itemsize, _name)
         return _real(*args)
     call.__name__ = call.__qualname__ = name
     return call
