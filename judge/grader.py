@@ -32,7 +32,8 @@ from .sandbox import give_to, new_user
 from .results import CaseResult, GradeResult, Performance, Timing
 from .scoring import ScoringPolicy
 from .scoring import score as compute_score
-from .slots import Slot, Stopping, guess_device, load_request, run_cases, slot_count, spawn, stop_all, unrun
+from .slots import (Slot, Stopping, guess_device, load_request, run_cases, slot_count, spawn, stop_all, unrun,
+                    worker_hidden)
 from .verdicts import Verdict, submission_verdict, summary
 from .worker_output import join_capped
 
@@ -112,7 +113,7 @@ def prestart(path: str | os.PathLike, options: GradeOptions) -> list:
     challenge = challenges.load(options.challenge)
     device = options.device or guess_device()
     cache = shared_cache(device)
-    hidden = [*options.hidden_paths, *(gpu_lock.folders(options.gpu_lock) if device == "cuda" else [])]
+    hidden = worker_hidden(options)
     return [spawn(Path(path), device, options.limits, hidden, cache)
             for _ in range(_worker_count(options, challenge, device))]
 

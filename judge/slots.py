@@ -51,7 +51,7 @@ class Slot:
             return None
         run = self.run
         if self.worker is None:
-            self.worker = spawn(run.path, run.device, run.limits, run.options.hidden_paths, run.triton_cache)
+            self.worker = spawn(run.path, run.device, run.limits, worker_hidden(run.options), run.triton_cache)
         try:
             reply, _ = self.worker.request(load_request(run.challenge, run.device, run.options),
                                            run.time_left(run.limits.load_timeout_s), max_blob_bytes=0)
@@ -96,6 +96,16 @@ def load_request(challenge: Challenge, device: str, options: "GradeOptions") -> 
             "whole_copies": challenge.rules.whole_copies_only}
 
 
+def worker_hidden(options) -> list[str]:
+    """What a grading's workers must not see beyond what spawn hides: the
+    caller's paths (a batch: its store and the class folder) and the GPU
+    lock folders, whatever the device (a CPU grading's file held a GPU
+    batch's lock files on the same host; a replacement worker, started
+    after its first died, had them in view on a GPU too)."""
+    from . import gpu_lock
+    return [*options.hidden_paths, *gpu_lock.folders(options.gpu_lock)]
+
+
 def spawn(path: Path, device: str, limits: Limits, extra_hidden: list[str] = (),
           triton_cache: Path | None = None) -> WorkerProcess:
     """A started worker for the submission at `path` (not loaded yet).
@@ -106,10 +116,20 @@ def spawn(path: Path, device: str, limits: Limits, extra_hidden: list[str] = (),
     # reference kernels (a file loaded the matrix product from its path), and
     # whatever the caller adds (a batch: its results store and the class folder).
     hidden = [case_data.secret_path().parent, path.resolve().parent, JUDGE_ROOT / "reference",
-              *map(Path, extra_hidden)]
+              *map(Path, extra_hidden), *_temp_outside_tmp()]
     worker = WorkerProcess(path, device, limits, hidden=hidden, triton_cache=triton_cache)
     worker.start()
     return worker
+
+
+def _temp_outside_tmp() -> list[Path]:
+    """The judge's temporary folder (TMPDIR) when the sandbox's private /tmp
+    does not cover it: every grading's scratch and Triton cache live there,
+    the next student's file among them. The worker's own are bound back."""
+    import tempfile
+    temp = Path(tempfile.gettempdir()).resolve()
+    covered = any(temp == root or root in temp.parents for root in (Path("/tmp"), Path("/dev/shm")))
+    return [] if covered else [temp]
 
 
 def guess_device() -> str:

@@ -172,3 +172,31 @@ def test_ids_are_nfc_and_roster_ids_match_whatever_the_case(tmp_path):
     found = discover(other)
     assert sorted(e.id for e in found.entries) == ["Bob", "bob"]
     assert any("differ only by case" in p for p in found.problems)
+
+
+def test_a_later_part_of_an_lms_name_cannot_take_another_students_file(tmp_path):
+    """The LMS writes lastname_userid_fileid_ before the student's own name
+    for the upload: a decoy upload whose own name names a classmate, and
+    sorts before the classmate's file, took the classmate's grade (theirs
+    was dropped as a duplicate). The first roster id in the name decides."""
+    write(tmp_path / "zedalice_222_9001_solution.py")
+    write(tmp_path / "aaronmallory_111_9002_solution.py")
+    write(tmp_path / "aaronmallory_111_9002_222_x-222.py")
+    roster = read_roster(write(tmp_path.parent / "r.csv", "id\n111\n222\n"))
+    found = discover(tmp_path, roster)
+    by_id = {e.id: e.path.name for e in found.entries}
+    assert by_id["222"] == "zedalice_222_9001_solution.py"
+    assert by_id["111"] in ("aaronmallory_111_9002_solution.py", "aaronmallory_111_9002_222_x-222.py")
+    assert any("matched to '111'" in p and "'222'" in p for p in found.problems)
+
+
+def test_every_problem_line_is_printable(tmp_path):
+    """A student folder's name carrying a terminal's escape sequences was
+    quoted raw in 'N .py files; graded ...' and erased earlier lines of the
+    instructor's terminal."""
+    evil = tmp_path / "eve\x1b[2K\x1b[1A"
+    write(evil / "solution.py")
+    write(evil / "helper.py")
+    (tmp_path / "empty\x1b[8m").mkdir()
+    found = discover(tmp_path)
+    assert found.problems and all("\x1b" not in line for line in found.problems)

@@ -4,6 +4,7 @@ cheats that look for the answer, the secret, and the judge's own faults."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
 import time
@@ -100,6 +101,32 @@ def test_sandbox_confines_the_worker(tmp_path):
     else:
         assert seen["read"] == "ok"
     escape.unlink(missing_ok=True)
+
+
+def test_a_temporary_folder_outside_tmp_is_hidden_but_for_the_workers_own(tmp_path, monkeypatch):
+    """TMPDIR outside /tmp: every grading's scratch and Triton cache live
+    there, which the private /tmp does not cover; a worker sees its own
+    folders only (a neighbour's file, planted here, and its own grading's
+    other workers' folders stay out of view)."""
+    import shutil
+    import tempfile
+    if detect_sandbox().filesystem == "shared":
+        pytest.skip("no sandbox with a private file system here")
+    base = Path("/var/tmp")
+    if not (base.is_dir() and os.access(base, os.W_OK)):
+        pytest.skip("no writable /var/tmp")
+    temp = Path(tempfile.mkdtemp(prefix="judge-test-temp-", dir=base))
+    try:
+        (temp / "judge-worker-neighbour").mkdir()
+        (temp / "judge-worker-neighbour" / "submission.py").write_text("# a classmate's file\n")
+        source = (FIXTURES / "lists_the_temporary_folder.py").read_text().replace("JUDGE_TEST_TEMP", str(temp))
+        (tmp_path / "lists.py").write_text(source)
+        monkeypatch.setattr(tempfile, "tempdir", str(temp))
+        result = grade(tmp_path / "lists.py", GradeOptions(device="cpu", seed=7, limits=LIMITS,
+                                                          challenge="vector_addition", workers=2))
+        assert result.verdict.value == "accepted", result.message
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_judge_fault_is_internal_error_not_a_crash(monkeypatch):

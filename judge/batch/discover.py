@@ -50,6 +50,7 @@ class Entry:
     source: str
     name: str = ""
     email: str = ""
+    data: bytes = field(default=b"", repr=False)  # the bytes read (and hashed): what is graded
 
 
 @dataclass
@@ -129,8 +130,8 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _read(path: Path, problems: list[str]) -> tuple[str, str] | str:
-    """(sha256, text) of the file, or why it cannot be graded (also a line in `problems`)."""
+def _read(path: Path, problems: list[str]) -> tuple[str, str, bytes] | str:
+    """(sha256, text, bytes) of the file, or why it cannot be graded (also a line in `problems`)."""
     if not _regular(path):
         reason = "not a regular file (a link, a pipe, a device)"
     else:
@@ -141,7 +142,7 @@ def _read(path: Path, problems: list[str]) -> tuple[str, str] | str:
             reason = f"unreadable ({exc.strerror or exc})"
         else:
             if len(data) <= MAX_SOURCE_BYTES:
-                return hashlib.sha256(data).hexdigest(), data.decode("utf-8", errors="replace")
+                return hashlib.sha256(data).hexdigest(), data.decode("utf-8", errors="replace"), data
             reason = f"over the {MAX_SOURCE_BYTES:,}-byte limit"
     problems.append(f"{printable(str(path))}: {reason}; not graded")
     return reason
@@ -197,19 +198,30 @@ def _walk(folder: Path):
             yield Path(root) / name
 
 
-def _match_roster(stem: str, roster: dict[str, Student]) -> tuple[str, int]:
+def _match_roster(stem: str, roster: dict[str, Student], problems: list[str] | None = None,
+                  where: str = "") -> tuple[str, int]:
     """(id, rank) of a file name against the roster (keyed by id_key): rank
     0 names a student exactly (or no student: the name itself), 1 whatever
     the case or Unicode form, 2 by a part of an LMS export's name
-    (lastname_userid_fileid_original.py). A lower rank wins a duplicate id."""
+    (lastname_userid_fileid_original.py). A lower rank wins a duplicate id.
+
+    By a part, the first one that is a roster id decides: the LMS writes the
+    user's id before the name the student gave the upload, so a later part
+    cannot take the file to another student (a decoy upload named
+    '..._victim-victim.py' had taken a classmate's grade, its own file
+    sorting first among the two)."""
     if stem in {s.id for s in roster.values()}:
         return stem, 0
     if id_key(stem) in roster:
         return roster[id_key(stem)].id, 1
     for sep in ("_", "-", " "):
-        hits = {roster[id_key(part)].id for part in stem.split(sep) if id_key(part) in roster}
-        if len(hits) == 1:
-            return hits.pop(), 2
+        hits = [roster[id_key(part)].id for part in stem.split(sep) if id_key(part) in roster]
+        if hits:
+            others = sorted(set(hits) - {hits[0]})
+            if others and problems is not None:
+                problems.append(f"{where}: matched to {hits[0]!r}, the first roster id in its name "
+                                f"(it also names {', '.join(repr(o) for o in others)})")
+            return hits[0], 2
     return stem, 0
 
 
@@ -238,7 +250,7 @@ def _candidates(folder: Path, roster: dict[str, Student], problems: list[str]) -
                 found.append((sid, chosen or item, rank, reason))
         elif is_python(item):
             flat += 1
-            sid, rank = _match_roster(student_id(item.stem), roster)
+            sid, rank = _match_roster(student_id(item.stem), roster, problems, printable(str(item)))
             found.append((sid, item, rank, None))
         elif item.is_file() and not (roster and item.suffix == ".csv"):
             problems.append(f"{printable(str(item))}: not a .py file; skipped")
@@ -291,13 +303,16 @@ def discover(folder: Path, roster: list[Student] | None = None) -> Discovery:
             problems.append(f"{printable(str(path))}: id {sid!r} is not on the roster; graded anyway")
         discovery.entries.append(Entry(id=sid, path=path.resolve(), sha256=read[0], source=read[1],
                                        name=student.name if student else "",
-                                       email=student.email if student else ""))
+                                       email=student.email if student else "", data=read[2]))
     for sid, (path, reason) in why.items():
         if sid not in taken:
             student = by_key.get(id_key(sid))
             discovery.skipped.append(Skipped(sid, path, reason, student.name if student else "",
                                              student.email if student else ""))
     _warn_lookalikes([e.id for e in discovery.entries] + [s.id for s in discovery.skipped], problems)
+    # Every line printable, whichever names it quotes (a folder's name with a
+    # terminal's escape sequences erased earlier lines of the summary).
+    problems[:] = [printable(line) for line in problems]
     present = {e.id for e in discovery.entries} | {s.id for s in discovery.skipped}
     discovery.missing = [s for s in roster or [] if s.id not in present]
     return discovery

@@ -41,7 +41,7 @@ class Display:
         return False
 
     def note(self, line: str) -> None:
-        print(line, file=sys.stderr)
+        print(printable_lines(line), file=sys.stderr)  # (a student's file name may be in it)
 
     def start(self, lane: str, sid: str) -> None:
         self.lanes[lane] = sid
@@ -171,7 +171,7 @@ class LivePanel(Display):
         return self.live.__exit__(*exc)
 
     def note(self, line: str) -> None:
-        self.console.print(line, markup=False, highlight=False)
+        self.console.print(printable_lines(line), markup=False, highlight=False)
 
     def start(self, lane: str, sid: str) -> None:
         super().start(lane, sid)

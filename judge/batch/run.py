@@ -14,7 +14,6 @@ import fcntl
 import hashlib
 import json
 import random
-import shutil
 import signal
 import sys
 import threading
@@ -127,11 +126,14 @@ def failure_result(job: Job, error: str, options: dict) -> dict:
             "score": None}
 
 
-def _stage(out: Path, index: int, source: Path) -> Path:
-    """A copy of the file in the results folder itself: the worker hides the
-    folder its submission comes from, so the store is hidden from it too."""
-    staged = out / f"{STAGE_PREFIX}{index:05d}.py"
-    shutil.copyfile(source, staged)
+def _stage(out: Path, name: str, data: bytes) -> Path:
+    """The file's bytes, as discovery read and hashed them, written in the
+    results folder itself: the worker hides the folder its submission comes
+    from, so the store is hidden from it too. (Copied again by path, the
+    class folder could have swapped in a link to a classmate's file, or a
+    pipe that hung the batch, since it was read.)"""
+    staged = out / f"{STAGE_PREFIX}{name}.py"
+    staged.write_bytes(data)
     return staged
 
 
@@ -286,7 +288,7 @@ def _run_batch(plan: Plan, display_factory) -> BatchOutcome:
                              versions=versions(), gpus=gpus)
     notes = list(found.problems)
     try:
-        jobs = [Job(sid, _stage(opts.out, i, by_id[sid].path), options, by_id[sid].source.encode())
+        jobs = [Job(sid, _stage(opts.out, f"{i:05d}", by_id[sid].data), options, by_id[sid].data)
                 for i, sid in enumerate(todo)]
         drift = _grade(pool, jobs, plan.drift_path, store, by_id, config, run_id, options, notes, display_factory)
     except KeyboardInterrupt:
@@ -326,8 +328,10 @@ def _grade(pool, jobs: list[Job], drift_path: Path | None, store: Store, by_id: 
         for line in notes:
             display.note(line)
         try:
-            checks = [Job(DRIFT_START, _stage(store.folder, 99998, drift_path), options),
-                      Job(DRIFT_END, _stage(store.folder, 99999, drift_path), options)] if drift_path and jobs else []
+            drift_data = drift_path.read_bytes() if drift_path and jobs else b""
+            checks = [Job(DRIFT_START, _stage(store.folder, "drift_start", drift_data), options, drift_data),
+                      Job(DRIFT_END, _stage(store.folder, "drift_end", drift_data), options, drift_data)
+                      ] if drift_path and jobs else []
             # The lanes grade the drift check's two runs as the first and the
             # last of the queue, beside the class's files (its timings are
             # alone on the GPU all the same); run alone first and last, they
