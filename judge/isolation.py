@@ -203,7 +203,7 @@ class WorkerProcess:
                 plan = readonly_plan(self.scratch, self.hidden, [self.triton_cache] if self.triton_cache else [])
                 cmd += ["--jail", json.dumps(plan)]
             cmd = unshare_prefix(shutil.which("unshare") or "unshare", pid=self.sandbox.pid_namespace,
-                                  mount=jailed, ipc=self.device != "cuda") + cmd
+                                  mount=jailed) + cmd
         if self.sandbox.tool != "bwrap":
             cmd = [*pdeathsig_prefix(), *cmd]
         reaper.become_subreaper()

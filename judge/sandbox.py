@@ -168,16 +168,16 @@ def pdeathsig_prefix() -> tuple[str, ...]:
     return ()
 
 
-def unshare_prefix(unshare: str, pid: bool = False, mount: bool = False, ipc: bool = False) -> list[str]:
+def unshare_prefix(unshare: str, pid: bool = False, mount: bool = False) -> list[str]:
     """`pid`: a PID namespace too; the worker is its first process (and
     forks to stay its init: judge.worker.__main__), so when it dies the
     kernel kills every process left in it. `mount`: a mount namespace, in
     which the worker makes its file system read-only (judge.worker.jail).
-    `ipc`: an IPC namespace of its own (System V shared memory and POSIX
-    message queues outlive a grading: a channel to the next), for a CPU
-    worker; a GPU worker's buffers cross to the judge by CUDA IPC."""
+    Always an IPC namespace of its own (System V shared memory and POSIX
+    message queues outlive a grading: a channel to the next; CUDA IPC to
+    the judge holds across it on the H100) and a host name of its own."""
     extra = (["--mount"] if mount else []) + (["--pid", "--fork", "--kill-child"] if pid else [])
-    return [unshare, "--net", "--uts"] + (["--ipc"] if ipc else []) + extra + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["--"]
+    return [unshare, "--net", "--ipc", "--uts"] + extra + ([] if os.geteuid() == 0 else ["--map-root-user"]) + ["--"]
 
 
 def _jail_holds(unshare: str, pid: bool, cuda: bool = False, user: int | None = None) -> bool:
