@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cases as case_data
-from . import clock, progress, source_scan
+from . import clock, interpreter_stalls, progress, source_scan
 from .challenge import Case, Challenge
 from .compare import Comparison, Expected, Trial, policy_for
 from .errors import ProtocolError, WorkerDied, WorkerTimeout
@@ -24,14 +24,6 @@ if TYPE_CHECKING:
     from .grader import GradeOptions
     from .slots import Slot
 
-STALL_FACTOR = 10  # a small case the interpreter would need this many budgets for: stalled (Run.stalled)
-# A case whose launches asked for more programs than this many per unit of its
-# work (and a few thousand more), or whose stopped launch needed more seconds
-# than this per unit (and STALL_FACTOR budgets): stalled, whatever its size.
-# A correct kernel gives each program at least one unit (one element, one
-# product); one program per element of a vector ran at ~1 ms a program here.
-PROGRAMS_PER_WORK, SPARE_PROGRAMS = 4, 4096
-SECONDS_PER_WORK = 0.01
 LARGE_CASE_BYTES = 256 << 20  # a case moving more than this runs alone, after the others
 # A reply at least this large crosses by CUDA IPC on a GPU (mapping costs a
 # fraction of a millisecond; the socket moves ~1-2 GB/s).
@@ -67,6 +59,10 @@ class Run:
         self.on_progress = None  # judge submit's status line: called with what the grading does now
         self._cases_done = 0
         self._counting = threading.Lock()
+        # CPU mode, for judge.interpreter_stalls.recheck: the cases only not run
+        # for their slowness (estimate, work), and those that ran (seconds, work).
+        self.too_slow: dict[str, tuple[float, int]] = {}
+        self.ran_in: dict[str, tuple[float, int]] = {}
 
     def progress(self, text: str) -> None:
         """Tell the person waiting what the grading does now; a failing
@@ -223,30 +219,9 @@ class Run:
 
     def stalled(self, case: Case, reply: dict) -> str | None:
         """A case the file's own launches made too slow for the interpreter in
-        a way no correct kernel does: its file is not judged on CPU.
-
-        - a small case whose launch would have needed far longer than its
-          budget (a kernel with small blocks of LeetGPU's starter shape needed
-          21 s against 20 s for an 8192×1 transpose);
-        - any case whose launches asked for more programs than its work could
-          give them (a probe's file stalled the cases it chose with an idle
-          grid of 2**31 programs, or idle launches in a loop, and was accepted
-          on the rest);
-        - any case whose stopped launch would have needed far longer than its
-          work could take (programs that only spin).
-        Returns what shows it, or None."""
-        budget = self.limits.interpreter_budget_s
-        estimate = reply.get("estimate_s")
-        estimate = float(estimate) if isinstance(estimate, (int, float)) else float("inf")
-        programs = reply.get("programs")
-        work = self.challenge.work_of(case)
-        if isinstance(programs, int) and programs > PROGRAMS_PER_WORK * work + SPARE_PROGRAMS:
-            return f"its launches asked for {programs:,} programs, for a case whose work measure is {work:,}"
-        if estimate <= STALL_FACTOR * budget:
-            return None
-        if not self.challenge.large_for_cpu(case) or estimate > SECONDS_PER_WORK * work:
-            return f"its launch would have needed ~{estimate:,.0f} s, for a case whose work measure is {work:,}"
-        return None
+        a way no correct kernel does (judge.interpreter_stalls)."""
+        return interpreter_stalls.stalled(case, reply, self.challenge.work_of(case),
+                                          self.limits.interpreter_budget_s, self.challenge.large_for_cpu(case))
 
     def run_case(self, case: Case, kind: str, slot: "Slot") -> CaseResult:
         result = CaseResult(name=case.name, kind=kind, shape=self.challenge.shape_label(case),
@@ -294,6 +269,9 @@ class Run:
                 said = said[len(TOO_SLOW_ON_CPU):].lstrip(" :") if said.startswith(TOO_SLOW_ON_CPU) else said
                 stall = self.stalled(case, reply)
                 label = NOT_JUDGED_ON_CPU if stall else TOO_SLOW_ON_CPU
+                estimate = reply.get("estimate_s")
+                if isinstance(estimate, (int, float)):
+                    self.too_slow[case.name] = (float(estimate), self.challenge.work_of(case))
                 said = f"{stall}: {said}" if stall else said
                 result.status, result.message = "skipped", f"{label}: {said}"[:4000]
             elif reply.get("status") != "ok":
@@ -329,6 +307,8 @@ class Run:
                 if garbage:
                     slot.stop()
         result.seconds = round(time.monotonic() - started, 3)
+        if result.status == "accepted" and self.device == "cpu":
+            self.ran_in[case.name] = (result.seconds, self.challenge.work_of(case))
         return result
 
     @property

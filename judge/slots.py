@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cases as case_data
+from . import interpreter_stalls
 from .sandbox import JUDGE_ROOT
 from .casework import Run, status_of
 from .challenge import Case, Challenge
@@ -248,6 +249,8 @@ def run_cases(run: Run, ordered: list[tuple[Case, str]], slots: list[Slot]) -> t
             out.append(unrun(challenge, case, kind, "not_run", reason))
         else:
             out.append(results[index])
+    if run.device == "cpu":  # a case far slower than a comparable one that ran: the file's choice
+        interpreter_stalls.recheck(out, run.too_slow, run.ran_in)
     return out, ""
 
 
