@@ -63,6 +63,12 @@ def _storage(tensor) -> int:
     return (tensor.data_ptr() & ~ADDRESS_TAG) - tensor.storage_offset() * tensor.element_size()
 
 
+def storage_start(tensor) -> int:
+    """Where the tensor's storage begins, untagged (judge.worker.buffers:
+    a handed view still on the buffer the worker made)."""
+    return _storage(tensor)
+
+
 def set_default_cuda(on: bool, _default_cuda=_default_cuda) -> None:
     """The file made "cuda" torch's default device (judge.worker.cpu_cuda
     makes it the CPU's): a tensor it makes with no device is a GPU's."""
