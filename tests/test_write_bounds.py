@@ -82,3 +82,12 @@ def test_memory_torch_did_not_allocate_is_never_granted(launch):
     launch.grant(np.array([host.data_ptr() | ADDRESS_TAG], dtype=np.int64))
     with pytest.raises(write_bounds.StrayWrite):
         launch.check(_addresses(host, 0), None, 4, "store")
+
+
+def test_an_address_one_past_the_end_grants_its_storage(launch):
+    """A kernel handed only the end of a buffer (it walks back from there)."""
+    given, scratch = torch.zeros(4), torch.zeros(8)
+    write_bounds.hold(scratch)
+    launch.begin((given,), {})
+    launch.grant(np.array([(scratch.data_ptr() + 32) | ADDRESS_TAG], dtype=np.int64))
+    launch.check(_addresses(scratch, 28), None, 4, "store")

@@ -123,7 +123,8 @@ def _make():
                 if _is_host_storage(storage):  # its memory moved to the host's since (asked again)
                     continue
                 start, stop = _span(storage)
-                if ((wanted >= start) & (wanted < stop)).any():
+                # one past its end too: a kernel may walk back from there (reversed order)
+                if ((wanted >= start) & (wanted <= stop)).any():
                     spans.append((start, stop))
             _state["ranges"] = _ranges_of(spans)
         return untagged
