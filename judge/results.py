@@ -49,6 +49,11 @@ class Timing(BaseModel):
     l2_flush_bytes: int
     head_start_s: float = 0.0  # GPU busy-wait before each timed call, covering the host's launch path
     warmup_calls: int = 0  # untimed calls, back to back, before the timed ones
+    # As the worker reports them (diagnostics, not checked): the median host
+    # time to issue one timed call (a call whose host path outlasts the head
+    # start is timed with the excess), and a warm-up call's GPU time.
+    host_call_ms: float | None = None
+    warmup_gpu_ms: float | None = None
     tflops: float | None  # when the challenge counts flops
     gbps: float | None = None  # when it counts bytes moved
     percent_of_bandwidth: float | None = None  # of the GPU's peak memory bandwidth (NVML)

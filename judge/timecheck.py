@@ -58,7 +58,7 @@ _cache: dict[str, tuple[float, dict]] = {}
 
 
 def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device: str = "cuda",
-                 limits=None, worker=None, stand_in: Path = NULL_SOLVE) -> dict:
+                 limits=None, worker=None, stand_in: Path = NULL_SOLVE, fresh: bool = False) -> dict:
     """Seconds per timed call of the timer's own work, as a worker does it:
     the judge's stand-in submission (judge/worker/null_solve.py: one empty
     kernel launch) timed by the same three-step request, in a fresh worker
@@ -69,12 +69,12 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     sandbox keeps workers from writing it (judge.harness_store). `worker`:
     a started, not yet loaded WorkerProcess on `stand_in` (HarnessWorker
     starts one early on NULL_SOLVE; NULL_SOLVE_SYNCED is the stand-in that
-    synchronises after its launch).
+    synchronises after its launch). `fresh`: measured now, whatever is cached.
     Returns {"per_call_s", "sync_s", "reps", "head_start_s"}."""
     from . import harness_store
     from .isolation import Limits, WorkerProcess
     key = _key(plan, len(seeds), device, reps, stand_in)
-    known = _known(key, device)
+    known = None if fresh else _known(key, device)
     if known is not None:
         if worker is not None:
             worker.close()

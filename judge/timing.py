@@ -194,6 +194,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
     if ready is not None:
         ready()
     times: list[float] = []
+    host_s: list[float] = []  # the host's time to issue each timed call (the rules armed, its launches)
     sums: list = []
     last_call: dict[int, int] = {}
     group = len(calls)
@@ -218,6 +219,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             fence(here)
+            issued = time.perf_counter()
             with around_call():
                 start.record()
                 calls[i]()
@@ -225,6 +227,7 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
                     if stream.cuda_stream != here.cuda_stream:
                         here.wait_stream(stream)
                 end.record()
+            host_s.append(time.perf_counter() - issued)
             fence(None)
             if outputs is not None:
                 with judge_side():
@@ -248,6 +251,8 @@ def measure(calls: Sequence[Callable[[], None]], outputs: Sequence | None = None
         checks = [[r, r % len(calls), total, weighted] for r, (total, weighted) in enumerate(totals)]
     return dict(summarise(times), l2_flush_bytes=flush.numel() * 4, head_start_s=HEAD_START_S if spin else 0.0,
                 sets=len(calls), warmup_calls=warm_calls,
+                host_call_ms=round(1000 * statistics.median(host_s), 4) if host_s else None,
+                warmup_gpu_ms=round(1000 * statistics.median(gpu_s), 4) if gpu_s else None,
                 groups=groups, total_ms=sum(times), warmup_wall_s=round(warmup_wall, 3),
                 timed_wall_s=round(time.monotonic() - started, 3),
                 checks=checks, last_call=[last_call.get(i) for i in range(len(calls))])

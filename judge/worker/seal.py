@@ -35,6 +35,12 @@ def recorder(record):
     from operator import attrgetter, is_
     contents_of = attrgetter("cell_contents")
     dict_get = dict.get  # (builtins' dict, bound as the record is made)
+    dict_values = dict.values
+
+    def all_same(current, recorded, _all=all, _map=map, _is=is_) -> bool:
+        """Each value of `current` (a dict's values, in order) is the recorded one."""
+        return _all(_map(_is, current, recorded))
+
     function = type(recorder)
     module = _MODULE
     sealed: list = []
@@ -108,15 +114,27 @@ def recorder(record):
                 return
         check()
 
-    flat: list = []  # (owners, keys, values, namespaces, sizes): every compare in one pass, made at the first check
+    # Every compare of check(), laid out at its first call: (owners, keys,
+    # values) compared one key at a time; the namespaces and their sizes;
+    # and the namespaces with no loose name, with their values in order,
+    # compared by walking each one's values (half the time of a lookup per
+    # key: the check runs at every operator and launch in solve, and its
+    # cost is the worker's host path of a short kernel's timed call). A
+    # namespace whose order changed with no value changed (a name deleted
+    # and bound again) fails here and passes slow_check, which tells.
+    flat: list = []
 
     def check() -> None:
         if not flat:
-            flat.extend(([], [], [], [space[0] for space in spaces], [space[1] for space in spaces]))
-            for owner, _size, keys, values, _loose in spaces:
-                flat[0].extend([owner] * len(keys))
-                flat[1].extend(keys)
-                flat[2].extend(values)
+            flat.extend(([], [], [], [space[0] for space in spaces], [space[1] for space in spaces], [], []))
+            for owner, _size, keys, values, loose in spaces:
+                if loose:
+                    flat[0].extend([owner] * len(keys))
+                    flat[1].extend(keys)
+                    flat[2].extend(values)
+                else:
+                    flat[5].append(owner)
+                    flat[6].append(values)
             whole = {id(space[0]): space[4] for space in spaces}  # namespace -> its loose names
             for get, name, value in entries:
                 owner = get.__self__
@@ -125,9 +143,11 @@ def recorder(record):
                 flat[0].append(owner)
                 flat[1].append(name)
                 flat[2].append(value)
-        owners, keys, values, namespaces, sizes = flat
+        owners, keys, values, namespaces, sizes, whole_spaces, in_order = flat
         try:
-            same = all(map(is_, map(dict_get, owners, keys), values)) and list(map(len, namespaces)) == sizes \
+            same = list(map(len, namespaces)) == sizes \
+                and all(map(is_, map(dict_get, owners, keys), values)) \
+                and all(map(all_same, map(dict_values, whole_spaces), in_order)) \
                 and all(map(is_, map(contents_of, cells), contents))
         except ValueError:  # a cell emptied
             same = False
