@@ -79,6 +79,11 @@ def after_start(stream, _timer_stream=timer_stream) -> None:
         stream.wait_stream(timer)
 
 
+# A storage is refused in solve whatever its device (under the interpreter it
+# is host memory, open to numpy); an honest file wanted only its address.
+STORAGE_HINT = "; for a tensor's address, tensor.data_ptr() is allowed"
+
+
 class RuleViolation(Exception):
     """Raised inside solve when it breaks a rule (solve may swallow it; the
     guard remembers the first violation either way)."""
@@ -269,11 +274,13 @@ class Guard:
             # (torch.Tensor's own, or inherited from its C class: put back as it was, not copied down)
             self._originals[method] = original if method in vars(torch.Tensor) else None
 
-            def wrapper(tensor, *args, _method=method, _original=original, _guard=guard, **kwargs):
+            hint = STORAGE_HINT if method in ("untyped_storage", "storage") else ""
+
+            def wrapper(tensor, *args, _method=method, _original=original, _guard=guard, _hint=hint, **kwargs):
                 if not _guard.inside_triton():
                     _guard.flag(f"rule: no host round trip of the data: Tensor.{_method}() in solve (no torch "
                                "tensor is read on the host there, a table of the file's own either: keep host "
-                               "constants in Python numbers or lists)")
+                               f"constants in Python numbers or lists{_hint})")
                 return _original(tensor, *args, **kwargs)
 
             setattr(torch.Tensor, method, wrapper)
