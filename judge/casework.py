@@ -220,7 +220,7 @@ class Run:
     def stalled(self, case: Case, reply: dict) -> str | None:
         """A case the file's own launches made too slow for the interpreter in
         a way no correct kernel does (judge.interpreter_stalls)."""
-        return interpreter_stalls.stalled(case, reply, self.challenge.work_of(case),
+        return interpreter_stalls.stalled(reply, self.challenge.work_of(case),
                                           self.limits.interpreter_budget_s, self.challenge.large_for_cpu(case))
 
     def run_case(self, case: Case, kind: str, slot: "Slot") -> CaseResult:

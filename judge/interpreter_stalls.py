@@ -38,7 +38,7 @@ SECONDS_PER_WORK = 0.01  # ten times the slowest correct kernel's (one program p
 RELATIVE_FACTOR, COMPARABLE = 20, 16
 
 
-def stalled(case, reply: dict, work: int, budget: float, large: bool) -> str | None:
+def stalled(reply: dict, work: int, budget: float, large: bool) -> str | None:
     """Why this too-slow case shows the file's choice rather than the
     interpreter's speed (None: it does not). `reply`: the worker's, with the
     stopped launch's `estimate_s` and `programs`; `large`: the challenge

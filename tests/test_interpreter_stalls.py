@@ -15,19 +15,19 @@ def _skipped(name: str) -> CaseResult:
 
 def test_a_correct_kernels_pace_is_only_not_run():
     # one program per element at ~1 ms: 65521 elements need ~65 s, over a 20 s budget
-    assert stalled(None, {"estimate_s": 65.0, "programs": 65521}, 65521, 20.0, large=True) is None
-    assert stalled(None, {"estimate_s": 25.0, "programs": 8192}, 8192, 20.0, large=False) is None
+    assert stalled({"estimate_s": 65.0, "programs": 65521}, 65521, 20.0, large=True) is None
+    assert stalled({"estimate_s": 25.0, "programs": 8192}, 8192, 20.0, large=False) is None
 
 
 def test_spinning_programs_stall_whatever_the_budget():
-    why = stalled(None, {"estimate_s": 60.0, "programs": 4096}, 7, 20.0, large=False)
+    why = stalled({"estimate_s": 60.0, "programs": 4096}, 7, 20.0, large=False)
     assert why and "work measure is 7" in why  # within ten budgets, but ~9 s per element
 
 
 def test_idle_grids_and_small_cases_far_beyond_the_budget_stall():
-    assert "programs" in stalled(None, {"estimate_s": 1.0, "programs": 2 ** 31 - 1}, 100, 20.0, large=False)
-    assert stalled(None, {"estimate_s": 250.0, "programs": 1 << 16}, 1 << 16, 20.0, large=False)
-    assert stalled(None, {"estimate_s": 250.0, "programs": 1 << 16}, 1 << 16, 20.0, large=True) is None
+    assert "programs" in stalled({"estimate_s": 1.0, "programs": 2 ** 31 - 1}, 100, 20.0, large=False)
+    assert stalled({"estimate_s": 250.0, "programs": 1 << 16}, 1 << 16, 20.0, large=False)
+    assert stalled({"estimate_s": 250.0, "programs": 1 << 16}, 1 << 16, 20.0, large=True) is None
 
 
 def test_a_case_far_slower_than_a_comparable_one_that_ran_is_not_judged():

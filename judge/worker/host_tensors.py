@@ -89,15 +89,22 @@ def _external(tensor, _storage=_C.TensorBase.untyped_storage, _resizable=_C.Stor
         return False
 
 
-def is_host_storage(storage, _host=_host, _address=_C.StorageBase.data_ptr, _resizable=_C.StorageBase.resizable,
+def is_host_storage(storage, _address=_C.StorageBase.data_ptr, _resizable=_C.StorageBase.resizable,
                     _shared=_C.StorageBase.is_shared) -> bool:
     """A storage of host memory: one torch's allocator did not make, one in
     shared memory, or one a host tensor lives on (judge.worker.write_bounds:
     a kernel may not write it through its address)."""
-    if not _resizable(storage) or _shared(storage):
-        return True
-    refs = _host.get(_address(storage) & ~ADDRESS_TAG)
-    return refs is not None and any(ref() is not None for ref in refs)
+    return not _resizable(storage) or _shared(storage) or _host_tensor_on(_address(storage) & ~ADDRESS_TAG)
+
+
+def _host_tensor_on(key: int, _host=_host) -> bool:
+    """A live host tensor lives on the storage at this address (a record
+    whose tensors are all gone is dropped: the address may be reused)."""
+    refs = _host.get(key)
+    alive = refs is not None and any(ref() is not None for ref in refs)
+    if refs is not None and not alive:
+        del _host[key]
+    return alive
 
 
 def is_host(tensor, _host=_host) -> bool:
@@ -112,11 +119,7 @@ def is_host(tensor, _host=_host) -> bool:
         key = _storage(tensor)
     except (RuntimeError, NotImplementedError):  # no storage (sparse, nested): not the host's memory
         return False
-    refs = _host.get(key)
-    alive = refs is not None and any(ref() is not None for ref in refs)
-    if refs is not None and not alive:
-        del _host[key]  # every tensor on it is gone: the address may be reused
-    return alive
+    return _host_tensor_on(key)
 
 
 def _mark(result, _host=_host) -> None:
