@@ -34,6 +34,7 @@ report under-states the truth by more than 10% and the submission is
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -42,6 +43,8 @@ FIXED_SLACK_S = 0.03  # messages, the final synchronisation, Python's scheduling
 OVER_REPORT = 1.05  # a report may exceed the window by 5% + 50 ms (clock granularity), no more
 
 RULE = "rule: the reported latency must be the latency the judge observes"
+SUMMARY_RULE = "rule: the timing report must be the summary of its own call times"
+SUMMARY_KEYS = ("median_ms", "mean_ms", "min_ms", "reps")
 
 
 NULL_SOLVE = Path(__file__).resolve().parent / "worker" / "null_solve.py"
@@ -147,6 +150,32 @@ class HarnessWorker:
         if self.worker is not None:
             self.worker.close()
             self.worker = None
+
+
+def recount(reported: dict) -> str | None:
+    """The worker's summary (median, mean, min, calls) computed again here
+    from its per-call times (`times_ms`), and written over its own; None,
+    or the message of a `rejected` verdict when they disagree. The worker
+    summarises with Python's statistics module, which the file may patch
+    in that process (its median, the score, divided by 1000 with the mean
+    left true passed the clock, which checks the total): the judge's
+    figures are its own, and a worker whose figures differ from what its
+    own times give had its timer changed. What the times themselves claim
+    is the clock's to check (check())."""
+    from .timing import summarise
+    times = reported.get("times_ms")
+    if not isinstance(times, list) or not times or not all(
+            isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in times):
+        return f"{SUMMARY_RULE}: the worker's timing report lists no valid per-call times"
+    own = summarise([float(t) for t in times])
+    for key in SUMMARY_KEYS:
+        claimed = reported.get(key)
+        if (not isinstance(claimed, (int, float)) or isinstance(claimed, bool)
+                or not math.isclose(float(claimed), float(own[key]), rel_tol=1e-9, abs_tol=1e-12)):
+            return (f"{SUMMARY_RULE}: the worker reported {key} = {claimed!r}, but its own {len(times)} call times "
+                    f"give {own[key]!r}: its timer's summary was changed")
+    reported.update(own)
+    return None
 
 
 def check(reported: dict, window_s: float | None, harness: dict) -> str | None:

@@ -70,6 +70,13 @@ def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0,
         failure.status, failure.message = status_of(reply), str(reply.get("message", ""))[:4000]
         return None, failure
     raw = reply.get("timing", {})
+    if not isinstance(raw, dict):
+        failure.status, failure.message = "runtime_error", "malformed timing from the worker: not a mapping"
+        return None, failure
+    summary_rule = timecheck.recount(raw)  # the judge's own median, mean and count, from the call times
+    if summary_rule:
+        failure.status, failure.message = "rejected", summary_rule
+        return None, failure
     try:
         # Each set's buffers hold the data of the last timed call made on it.
         last = [int(r) if r is not None else None for r in raw["last_call"]]

@@ -104,18 +104,43 @@ def test_timecheck_rejects_a_report_longer_than_the_window():
     assert timecheck.check({"reps": "x"}, 1.0, HARNESS)
 
 
+def test_recount_takes_the_judges_own_summary_of_the_call_times():
+    from judge.timing import summarise
+    times = [1.0, 1.2, 0.9, 1.1, 1.05, 0.95, 1.3]
+    report = dict(summarise(times), times_ms=list(times))
+    report["median_ci_ms"] = 123.0  # a figure the judge does not compare: recomputed all the same
+    assert timecheck.recount(report) is None
+    assert report["median_ms"] == 1.05 and report["reps"] == 7 and report["median_ci_ms"] != 123.0
+
+
+@pytest.mark.parametrize("change", [
+    {"median_ms": 0.00105},  # statistics.median patched in the worker: the score a thousandth of the truth
+    {"mean_ms": 0.5}, {"min_ms": 0.0}, {"reps": 6}, {"median_ms": "1.05"}, {"median_ms": True},
+    {"times_ms": []}, {"times_ms": None}, {"times_ms": [1.0, float("nan")]}, {"times_ms": [1.0, -2.0]},
+    {"times_ms": [1.0, "2"]}])
+def test_recount_rejects_a_summary_that_is_not_its_own_times(change):
+    from judge.timing import summarise
+    times = [1.0, 1.2, 0.9, 1.1, 1.05, 0.95, 1.3]
+    report = dict(summarise(times), times_ms=list(times))
+    report.update(change)
+    message = timecheck.recount(report)
+    assert message and message.startswith(timecheck.SUMMARY_RULE)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 @pytest.mark.parametrize("name, honest", [("submissions/correct/grid_2d.py", True),
                                           ("tests/fixtures/gpu/lying_event_timer.py", False),
-                                          ("tests/fixtures/gpu/lying_timing_module.py", None)])
+                                          ("tests/fixtures/gpu/lying_timing_module.py", False)])
 def test_timecheck_on_the_gpu(name, honest):
     """The three-step timing request and the judge's own harness cost on the
-    H100: an honest kernel fits, a timer reporting 1/1000 does not. (A file
-    that patches the worker's own timing code is refused on its load: the
-    worker's modules are imported and sealed before the file runs.)"""
+    H100: an honest kernel fits, its report with every call time divided by
+    1000 does not. (A file that patches the timer, the worker's own timing
+    code or torch.cuda.Event, is refused on its load: they are sealed before
+    the file runs.)"""
     from judge import cases as case_data
     from judge.challenge import load as load_challenge
+    from judge.timing import summarise
     root = Path(__file__).resolve().parent.parent
     challenge = load_challenge("matrix_multiplication")
     case = challenge.performance
@@ -124,16 +149,22 @@ def test_timecheck_on_the_gpu(name, honest):
     with WorkerProcess(root / name, "cuda", Limits()) as worker:
         reply, _ = worker.request({"op": "load", "path": str(worker.scratch / "submission.py"), "device": "cuda",
                                    "arity": 6}, 120, 0)
-        if honest is None:
-            assert reply["status"] == "rejected" and "judge.timing" in reply["message"], reply
+        if not honest:
+            assert reply["status"] == "rejected" and "was changed" in reply["message"], reply
             return
         assert reply["status"] == "ok", reply
         reply, blobs, window = worker.request_timed({"op": "time", "plan": plan, "seeds": seeds}, 777, 300,
                                                    max_blob_bytes=1 << 34)
     assert reply["status"] == "ok", reply
     harness = timecheck.harness_cost(plan, seeds)
-    verdict = timecheck.check(reply["timing"], window, harness)
-    assert (verdict is None) == honest, (verdict, reply["timing"]["median_ms"], window, harness)
+    report = dict(reply["timing"])
+    assert timecheck.recount(report) is None
+    verdict = timecheck.check(report, window, harness)
+    assert verdict is None, (verdict, report["median_ms"], window, harness)
+    lying = dict(report, times_ms=[t / 1000 for t in report["times_ms"]])
+    lying.update(summarise(lying["times_ms"]))
+    assert timecheck.recount(lying) is None
+    assert timecheck.check(lying, window, harness), (lying["median_ms"], window, harness)
 
 
 def test_timecheck_counts_the_head_start_only_where_the_calls_had_it():

@@ -135,6 +135,11 @@ def module_namespaces() -> list[tuple[dict, frozenset]]:
     return pairs
 
 
+def _mutable(cls: type) -> bool:
+    """Whether a class's attributes can be set (Py_TPFLAGS_IMMUTABLETYPE unset)."""
+    return not cls.__flags__ & (1 << 8)
+
+
 def transport() -> list[tuple[object, str]]:
     import importlib
     pairs = []
@@ -212,6 +217,13 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     # torch.add with no frame of the file's there: accepted).
     import gc
     pairs += [(namespace, None) for namespace in gc.get_referents(vars(torch.Tensor)) if isinstance(namespace, dict)]
+    # The timer's events and streams whole, with every base class whose
+    # namespace can change (a C type's cannot): Event.elapsed_time returning
+    # a thousandth of the truth was left to the judge's clock, which cannot
+    # see that much under a short kernel's head start (judge.timecheck).
+    for cls in (torch.cuda.Event, torch.cuda.Stream):
+        pairs += [(namespace, None) for base in cls.__mro__ if base is not object and _mutable(base)
+                  for namespace in gc.get_referents(vars(base)) if isinstance(namespace, dict)]
     # Python's builtins whole too: the worker calls them by name after solve
     # (sorted swapped for a partial whose key ran torch.add: accepted).
     import builtins
@@ -222,6 +234,15 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     import types
     pairs += [(module, name) for module in (torch, torch.cuda) for name, value in list(vars(module).items())
               if callable(value) or isinstance(value, types.ModuleType)]
+    # The standard modules the timer summarises and paces with (judge.timing):
+    # statistics.median divided by 1000 made the score a lie on the GPU. The
+    # judge computes the summary again from the call times all the same
+    # (judge.timecheck.recount); sealed here, such a patch is refused on
+    # either device, where on the CPU nothing is timed that would show it.
+    import math
+    import statistics
+    import time
+    pairs += [(vars(module), None) for module in (math, statistics, time)]
     pairs += module_namespaces()
     audit.seal(pairs)
     audit.close_seal()
