@@ -61,7 +61,8 @@ _cache: dict[str, tuple[float, dict]] = {}
 
 
 def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device: str = "cuda",
-                 limits=None, worker=None, stand_in: Path = NULL_SOLVE, fresh: bool = False) -> dict:
+                 limits=None, worker=None, stand_in: Path = NULL_SOLVE, fresh: bool = False,
+                 head_start_s: float | None = None) -> dict:
     """Seconds per timed call of the timer's own work, as a worker does it:
     the judge's stand-in submission (judge/worker/null_solve.py: one empty
     kernel launch) timed by the same three-step request, in a fresh worker
@@ -73,10 +74,15 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     a started, not yet loaded WorkerProcess on `stand_in` (HarnessWorker
     starts one early on NULL_SOLVE; NULL_SOLVE_SYNCED is the stand-in that
     synchronises after its launch). `fresh`: measured now, whatever is cached.
+    `head_start_s`: the head start the stand-in's calls get, one of
+    judge.timing.HEAD_STARTS_S: the submission's, so that the check credits
+    no more than the judge's own worker spent (by default the shortest).
     Returns {"per_call_s", "sync_s", "reps", "head_start_s"}."""
     from . import harness_store
     from .isolation import Limits, WorkerProcess
-    key = _key(plan, len(seeds), device, reps, stand_in)
+    from .timing import HEAD_START_S
+    head_start_s = HEAD_START_S if head_start_s is None else head_start_s
+    key = _key(plan, len(seeds), device, reps, stand_in, head_start_s)
     known = None if fresh else _known(key, device)
     if known is not None:
         if worker is not None:
@@ -91,7 +97,8 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
                                   max_blob_bytes=0)
         if reply.get("status") != "ok":
             raise RuntimeError(f"the judge's stand-in submission did not load: {reply}")
-        options = {"min_reps": reps, "max_reps": reps, "budget_s": 60.0, "warmup_s": 0.05, "min_time_s": 0.0}
+        options = {"min_reps": reps, "max_reps": reps, "budget_s": 60.0, "warmup_s": 0.05, "min_time_s": 0.0,
+                   "head_start_s": head_start_s}
         reply, _, window = worker.request_timed({"op": "time", "plan": plan, "seeds": seeds, "options": options},
                                                 7, 300, max_blob_bytes=0, keep_buffers=False)
         if reply.get("status") != "ok" or window is None:
@@ -107,13 +114,15 @@ def harness_cost(plan: dict, seeds: list[int], reps: int = HARNESS_REPS, device:
     return cost
 
 
-def _key(plan: dict, sets: int, device: str, reps: int = HARNESS_REPS, stand_in: Path = NULL_SOLVE) -> str:
-    """Per plan, per stand-in, and per timing method: the timer's own work is what is measured."""
+def _key(plan: dict, sets: int, device: str, reps: int = HARNESS_REPS, stand_in: Path = NULL_SOLVE,
+         head_start_s: float | None = None) -> str:
+    """Per plan, per stand-in, per head start and per timing method: the timer's own work is what is measured."""
     import json
 
-    from .timing import METHOD
-    return json.dumps([device, plan, sets, reps, METHOD] + ([stand_in.name] if stand_in != NULL_SOLVE else []),
-                      sort_keys=True, default=str)
+    from .timing import HEAD_START_S, METHOD
+    extra = ([stand_in.name] if stand_in != NULL_SOLVE else []) + (
+        [f"head {head_start_s}"] if head_start_s not in (None, HEAD_START_S) else [])
+    return json.dumps([device, plan, sets, reps, METHOD] + extra, sort_keys=True, default=str)
 
 
 def _known(key: str, device: str) -> dict | None:
@@ -142,9 +151,10 @@ class HarnessWorker:
         self.worker = WorkerProcess(NULL_SOLVE, device, limits or Limits())
         self.worker.start()
 
-    def cost(self, plan: dict, seeds: list[int], device: str = "cuda", limits=None) -> dict:
+    def cost(self, plan: dict, seeds: list[int], device: str = "cuda", limits=None,
+             head_start_s: float | None = None) -> dict:
         worker, self.worker = self.worker, None
-        return harness_cost(plan, seeds, device=device, limits=limits, worker=worker)
+        return harness_cost(plan, seeds, device=device, limits=limits, worker=worker, head_start_s=head_start_s)
 
     def close(self) -> None:
         if self.worker is not None:

@@ -138,10 +138,11 @@ def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0,
     # The reported latency against the judge's own clock, less the timer's
     # own work, measured here on the same GPU and shapes.
     clock = time.monotonic()
+    head = stand_in_head_start(raw)
     if run.harness is not None:
-        harness = run.harness.cost(plan, seeds, device=run.device, limits=run.limits)
+        harness = run.harness.cost(plan, seeds, device=run.device, limits=run.limits, head_start_s=head)
     else:
-        harness = timecheck.harness_cost(plan, seeds, device=run.device, limits=run.limits)
+        harness = timecheck.harness_cost(plan, seeds, device=run.device, limits=run.limits, head_start_s=head)
     rule = timecheck.check(raw, window_s, harness)
     if rule:
         # The stand-in's cost may have been measured minutes ago, when the
@@ -149,14 +150,15 @@ def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0,
         # one grading to the next on one machine (1.4-5.3 ms on an H200), and
         # an honest one-launch reduction was refused in 2 of 4 gradings
         # against a cost measured earlier. Measured again now, before refusing.
-        harness = timecheck.harness_cost(plan, seeds, device=run.device, limits=run.limits, fresh=True)
+        harness = timecheck.harness_cost(plan, seeds, device=run.device, limits=run.limits, fresh=True,
+                                         head_start_s=head)
         rule = timecheck.check(raw, window_s, harness)
     if rule:
         # A solve that synchronises puts the timer's host work in series with
         # its calls: the report is held against that stand-in too, timed
         # only now (most files never need it), before it is refused.
         synced = timecheck.harness_cost(plan, seeds, device=run.device, limits=run.limits,
-                                        stand_in=timecheck.NULL_SOLVE_SYNCED)
+                                        stand_in=timecheck.NULL_SOLVE_SYNCED, head_start_s=head)
         if timecheck.check(raw, window_s, synced) is None:
             rule = None
     run.phases["timing_clock_check"] = round(time.monotonic() - clock, 3)
@@ -165,6 +167,16 @@ def time_performance(run: Run, case: Case, slot: "Slot", attempt: int = 0,
         failure.message = rule or f"{timecheck.RULE}: the worker reported a latency of {median} ms"
         return None, failure
     return timing, None
+
+
+def stand_in_head_start(raw: dict) -> float:
+    """The head start the judge's stand-in is timed at: the one the worker
+    reports for its calls where it is one the timer gives (a longer host
+    path gets a longer one: judge.timing.HEAD_STARTS_S), else the shortest.
+    The check credits no more than the stand-in spent (judge.timecheck)."""
+    from .timing import HEAD_START_S, HEAD_STARTS_S
+    claimed = raw.get("head_start_s")
+    return claimed if claimed in HEAD_STARTS_S and not isinstance(claimed, bool) else HEAD_START_S
 
 
 def clock_refused(failure: CaseResult | None) -> bool:

@@ -186,3 +186,57 @@ def test_first_calls_that_kept_the_gpu_busy_count_toward_the_warm_up():
     fresh = timing.measure(calls, warmup_s=0.5, budget_s=0.5)
     assert settled["warmup_calls"] == len(calls)
     assert fresh["warmup_calls"] > 10 * len(calls) and fresh["warmup_wall_s"] >= 0.5
+
+
+def test_the_head_start_outlasts_the_host_path_per_call():
+    """The least of the timer's head starts that outlasts 1.5× the host's
+    median time to issue a call; the longest where none does; never less
+    than the one a warm-up round already had."""
+    from judge import timing
+    assert timing.HEAD_STARTS_S[0] == timing.HEAD_START_S
+    assert timing.head_start_for([]) == 0.002
+    assert timing.head_start_for([0.0006, 0.0011, 0.0008]) == 0.002
+    assert timing.head_start_for([0.0021, 0.0019, 0.0025]) == 0.004  # a two-kernel softmax's 2.1 ms
+    assert timing.head_start_for([0.004, 0.005, 0.0042]) == 0.008
+    assert timing.head_start_for([0.05]) == 0.008  # a longer path is timed, as before
+    assert timing.head_start_for([0.0006], at_least=0.004) == 0.004
+
+
+def test_the_stand_in_is_timed_at_the_head_start_the_calls_had():
+    """The clock check credits no more head start than the judge's own
+    stand-in spent: it is timed at the worker's reported head start where
+    that is one the timer gives, else at the shortest; each its own cache
+    entry."""
+    from judge import timecheck, timed
+    assert timed.stand_in_head_start({"head_start_s": 0.004}) == 0.004
+    assert timed.stand_in_head_start({"head_start_s": 0.008}) == 0.008
+    for other in (0.003, 0.0, None, True, "0.004", 1.0):
+        assert timed.stand_in_head_start({"head_start_s": other}) == 0.002
+    plan = {"call": [], "inputs": []}
+    default = timecheck._key(plan, 3, "cuda")
+    assert default == timecheck._key(plan, 3, "cuda", head_start_s=0.002)
+    assert default != timecheck._key(plan, 3, "cuda", head_start_s=0.004)
+
+
+@pytest.mark.gpu
+def test_a_long_host_path_per_call_gets_a_longer_head_start():
+    """A call whose host path is 3 ms (as a solve with scratch allocations
+    and two launches under the guard took on an H100) gets the 8 ms head
+    start, and its latency is its kernel's, not the host's."""
+    import time
+
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from judge import timing
+    x = torch.zeros(1 << 16, device="cuda")
+
+    def slow_host_call():
+        time.sleep(0.003)
+        x.add_(1.0)
+
+    quick = timing.measure([lambda: x.add_(1.0)], budget_s=0.5)
+    slow = timing.measure([slow_host_call], budget_s=1.0)
+    assert quick["head_start_s"] == timing.HEAD_START_S
+    assert slow["head_start_s"] == 0.008
+    assert slow["median_ms"] < 0.2 and slow["median_ms"] < 3 * quick["median_ms"] + 0.02, (slow, quick)

@@ -224,6 +224,10 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     for cls in (torch.cuda.Event, torch.cuda.Stream):
         pairs += [(namespace, None) for base in cls.__mro__ if base is not object and _mutable(base)
                   for namespace in gc.get_referents(vars(base)) if isinstance(namespace, dict)]
+    # And the C functions torch.cuda's Python calls for the timer by name:
+    # a no-op _cuda_sleep would take the head start away, unseen by the seal.
+    pairs += [(torch._C, name) for name in ("_cuda_sleep", "_cuda_synchronize", "_cuda_getCurrentStream",
+                                            "_cuda_setStream", "_cuda_getDevice") if hasattr(torch._C, name)]
     # Python's builtins whole too: the worker calls them by name after solve
     # (sorted swapped for a partial whose key ran torch.add: accepted).
     import builtins
