@@ -102,6 +102,11 @@ def recorder(record):
                         record(f"rule: the submission tampered with the judge's guard "
                                f"({_named(value['__name__'])}.{', '.join(changed[:3])} was changed)")
                         return
+                    module = value.get("__module__")
+                    if "__build_class__" not in value and module not in (None, "torch"):  # the timer's classes
+                        record(f"rule: no changes to the classes of {module} (the judge's timer uses them): "
+                               f"{', '.join(changed[:3])} was changed")
+                        return
                     what = "builtins" if "__build_class__" in value else "torch.Tensor"
                     record(f"rule: no changes to {what} (the worker's own code uses them after solve): "
                            f"{what}.{', '.join(changed[:3])} was changed")
