@@ -32,6 +32,11 @@ STALL_FACTOR = 10  # a small case the interpreter would need this many budgets f
 # thousand more) is an idle grid.
 PROGRAMS_PER_WORK, SPARE_PROGRAMS = 4, 4096
 SECONDS_PER_WORK = 0.01  # ten times the slowest correct kernel's (one program per element, ~1 ms each)
+# Plus a launch's fixed cost, which no work measure shows: a one-element
+# case's honest launch took 0.1 s on a loaded machine, whose case ran out of
+# budget, and the file was left not judged. Short spins repeated until the
+# budget is spent meet recheck instead (a comparable case ran far faster).
+LAUNCH_ALLOWANCE_S = 1.0
 # A skipped case slower per unit of work than this many times a case that
 # ran, of at least 1/COMPARABLE of its work (a tiny case's rate is mostly
 # the launch's fixed cost, which a larger case spreads thinner).
@@ -48,7 +53,7 @@ def stalled(reply: dict, work: int, budget: float, large: bool) -> str | None:
     programs = reply.get("programs")
     if isinstance(programs, int) and programs > PROGRAMS_PER_WORK * work + SPARE_PROGRAMS:
         return f"its launches asked for {programs:,} programs, for a case whose work measure is {work:,}"
-    if estimate > SECONDS_PER_WORK * max(work, 1):
+    if estimate > SECONDS_PER_WORK * max(work, 1) + LAUNCH_ALLOWANCE_S:
         return f"its launch would have needed ~{estimate:,.0f} s, for a case whose work measure is {work:,}"
     if estimate > STALL_FACTOR * budget and not large:
         return f"its launch would have needed ~{estimate:,.0f} s, {estimate / budget:.0f} times the budget of a case this small"

@@ -24,6 +24,12 @@ def test_spinning_programs_stall_whatever_the_budget():
     assert why and "work measure is 7" in why  # within ten budgets, but ~9 s per element
 
 
+def test_a_launchs_fixed_cost_on_a_tiny_case_is_only_not_run():
+    # a one-element case whose launch took 0.1 s on a loaded machine, its budget spent
+    assert stalled({"estimate_s": 0.1, "programs": 1}, 1, 6.0, large=False) is None
+    assert stalled({"estimate_s": 1.5, "programs": 1}, 1, 6.0, large=False)
+
+
 def test_idle_grids_and_small_cases_far_beyond_the_budget_stall():
     assert "programs" in stalled({"estimate_s": 1.0, "programs": 2 ** 31 - 1}, 100, 20.0, large=False)
     assert stalled({"estimate_s": 250.0, "programs": 1 << 16}, 1 << 16, 20.0, large=False)

@@ -22,7 +22,8 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
                  "judge.worker.arming", "judge.worker.printing", "judge.worker.cpu_cuda", "judge.worker.refusals",
                  "judge.worker.module_guard", "judge.worker.copy_extent", "judge.worker.builder_data",
                  "judge.worker.argument_types", "judge.worker.frozen_class", "judge.worker.seal",
-                 "judge.worker.op_tables", "judge.worker.raw_memory", "judge.worker.write_bounds")
+                 "judge.worker.op_tables", "judge.worker.raw_memory", "judge.worker.write_bounds",
+                 "judge.worker.op_identity")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.kernel_callees", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
@@ -135,6 +136,59 @@ def module_namespaces() -> list[tuple[dict, frozenset]]:
     return pairs
 
 
+# The modules the worker's own code imports inside functions, by the name
+# sys.modules gives them (a file put a copy of torch.utils._python_dispatch
+# there whose _get_current_dispatch_mode answered the guard's mode while none
+# was pushed), and the classes its guard stands on.
+IMPORTED_BY_NAME = ("torch", "torch._C", "torch.cuda", "torch._ops", "torch.overrides", "torch.utils",
+                    "torch.utils._python_dispatch", "triton", "triton.language", "triton.runtime",
+                    "triton.runtime.jit", "triton.runtime.interpreter", "triton.runtime.errors",
+                    "triton.runtime.autotuner", "triton.runtime.build", "triton.runtime.cache", "triton._C",
+                    "triton._C.libtriton", "triton.compiler", "triton.compiler.compiler", "triton.compiler.errors",
+                    "triton.tools.tensor_descriptor", "triton.backends.compiler", "triton.backends.nvidia",
+                    "triton.backends.nvidia.compiler", "triton.language.extra", "types", "inspect", "sys", "os",
+                    "time", "threading", "_thread", "importlib", "importlib.util", "numpy", "gc", "builtins",
+                    "dataclasses", "weakref", "traceback", "sysconfig", "contextlib", "functools", "statistics",
+                    "math", "json", "struct", "operator", "itertools", "collections", "concurrent.futures")
+
+
+def library_seals() -> list:
+    """Seal pairs for what the guard stands on in torch and threading: the
+    dispatch-mode module whole (but for the names its own code rebinds:
+    `global` statements), TorchDispatchMode's and the operator classes'
+    namespaces, threading.Thread's (but for start, which the guard swaps
+    around solve), and the sys.modules entries of the modules the worker's
+    own code imports by name, its own among them. A mode class's __enter__
+    or _push_mode made a no-op in solve had solve's threads run with no mode."""
+    import gc
+    import threading
+
+    import torch
+    from torch.utils import _python_dispatch
+
+    pairs: list = [(sys, "modules")]
+    pairs.append((vars(_python_dispatch), _rebound_names(_python_dispatch)))
+    for cls in (_python_dispatch.TorchDispatchMode, torch._ops.OpOverload, torch._ops.OpOverloadPacket,
+                torch._ops.OperatorBase):
+        pairs += [(namespace, None) for base in cls.__mro__ if base is not object and _mutable(base)
+                  for namespace in gc.get_referents(vars(base)) if isinstance(namespace, dict)]
+    pairs += [(namespace, frozenset({"start"})) for namespace in gc.get_referents(vars(threading.Thread))
+              if isinstance(namespace, dict)]
+    pairs += [(sys.modules, name) for name in sorted(sys.modules)
+              if name in IMPORTED_BY_NAME or name == "judge" or name.startswith("judge.")]
+    return pairs
+
+
+def _rebound_names(module) -> frozenset:
+    """The names a library module's own code rebinds (its `global` statements)."""
+    try:
+        with open(module.__file__, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, TypeError):
+        return frozenset()
+    return frozenset(item.strip() for found in _GLOBAL_STATEMENT.findall(text) for item in found.split(","))
+
+
 def _mutable(cls: type) -> bool:
     """Whether a class's attributes can be set (Py_TPFLAGS_IMMUTABLETYPE unset)."""
     return not cls.__flags__ & (1 << 8)
@@ -170,6 +224,11 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
                                          "WRITES_NO_DATA", "ALLOCATION_OPS", "FILL_OPS", "VIEW_OPS", "COPY_OPS",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
                                          "_start_guarded", "_run_guarded", "_origin", "_THREAD_MODES")]
+    # Every thread threading starts runs under a guard (judge.worker.rules.guard_every_thread).
+    import threading
+    rules.guard_every_thread(guard)
+    pairs += [(threading.Thread, "_bootstrap")]
+    pairs += library_seals()
     # What the guard reads to check its mode is in force.
     pairs += [(sys.modules["torch.utils._python_dispatch"], name)
               for name in ("_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at")]

@@ -113,7 +113,7 @@ def forget_handed() -> None:
     audit.memo(HANDED_BYTES, ())
 
 
-def writes_into_band(func, args, kwargs, _address=_C._storage_address, _offset=_C.TensorBase.storage_offset,
+def writes_into_band(op, args, kwargs, _address=_C._storage_address, _offset=_C.TensorBase.storage_offset,
                      _size=_C.TensorBase.size, _stride=_C.TensorBase.stride, _item=_C.TensorBase.element_size,
                      _storage=_C.TensorBase.untyped_storage, _nbytes=_C.StorageBase.nbytes) -> bool:
     """Does this operator write into a guard band of a buffer handed to solve?
@@ -121,8 +121,9 @@ def writes_into_band(func, args, kwargs, _address=_C._storage_address, _offset=_
     public pattern back over its kernel's stray stores, with fill_: the
     judge's check of the bands found nothing.) The tensors the operator's
     schema marks as written: the bytes each one's elements span, by its
-    offset, sizes and strides, against the buffer's bands."""
-    schema = getattr(func, "_schema", None)
+    offset, sizes and strides, against the buffer's bands. `op`: the
+    operator's Identity (judge.worker.op_identity), or None."""
+    schema = op[2] if op is not None else None  # judge.worker.op_identity.SCHEMA
     if schema is None or not getattr(schema, "is_mutable", False):
         return False
     bands = None

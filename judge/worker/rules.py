@@ -33,10 +33,16 @@ import os
 import sys
 
 from judge.worker import copy_extent, frozen_class
+from judge.worker.op_identity import NAME, OVERLOAD, RUN, SCHEMA, identify, prepare
 from judge.worker.argument_types import other_layout, refused_in
 from judge.worker.op_tables import (ALLOCATION_OPS, ALLOWED_OPS, COPY_FORMS, COPY_OPS, FILL_OPS,  # noqa: F401
                                       HOST_METHODS, METADATA_OPS, TRANSFER_OPS, TRITON_OPS, VIEW_OPS,
                                       WRITES_NO_DATA)
+
+# The identities of the operators allowed in solve (and those Triton's own
+# code may call), looked up as the worker starts, before any file
+# (judge.worker.op_identity): a read-only mapping.
+KNOWN = prepare(ALLOWED_OPS | TRITON_OPS)
 
 # torch's ways past the dispatch mode (popping it, excluding its key,
 # calling kernels directly) are gated by the audit hook: judge.worker.gates.
@@ -46,6 +52,8 @@ from judge.worker.op_tables import (ALLOCATION_OPS, ALLOWED_OPS, COPY_FORMS, COP
 # (judge.worker.host_tensors); a file that flips it only lets itself copy to
 # its own host tensors, whose data still cannot reach a kernel or the host.
 SOLVING = [False]
+_THREAD_START = __import__("threading").Thread.start  # as threading made it, before any file
+_CURRENT_MODE = __import__("torch.utils._python_dispatch", fromlist=["_"])._get_current_dispatch_mode
 
 # While a timed call runs (judge.timing's fence): the stream its start event
 # is on. Kept by the audit hook once it is installed, set only by timing.measure's
@@ -156,6 +164,14 @@ class Guard:
         guard = self
 
         class OpGuard(TorchDispatchMode):
+            def __getattribute__(self, name, _get=object.__getattribute__, _type=type):
+                # The class's own __torch_dispatch__, whatever the instance holds:
+                # torch reads it from the instance, and a method of the file's
+                # bound to the mode there for one torch.mm ran it unchecked.
+                if name == "__torch_dispatch__":
+                    return _type(self).__dict__["__torch_dispatch__"].__get__(self, _type(self))
+                return _get(self, name)
+
             @classmethod
             def _should_skip_dynamo(cls):
                 # Otherwise torch wraps __torch_dispatch__ in a dynamo guard
@@ -164,11 +180,17 @@ class Guard:
                 return False
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None, _audit=sys.audit, _tensor=torch.Tensor,
-                                   guard=guard):
+                                   guard=guard, _identify=identify, _known=KNOWN):
                 # The seal first: the tables below are module names, which a
                 # file reaching a judge function's globals rebinds for one call.
                 _audit("tritonjudge.check_seal")
                 kwargs = kwargs or {}
+                # Decided on the operator the schema names, and that one runs
+                # (judge.worker.op_identity): not the object handed in.
+                try:
+                    op = _identify(func, _known)
+                except LookupError:
+                    op = None
                 subclasses = [t for t in types if t is not _tensor]  # (bound: a list's item was the file's to set)
                 if subclasses:
                     # A tensor subclass's own __torch_dispatch__ would run
@@ -186,39 +208,41 @@ class Guard:
                     # below, as the latency of a short kernel includes that
                     # host path; and the timer's own work between calls
                     # stays cheap, so that its loop is not host-bound.
-                    if not guard.allowed_to_all(func, args, kwargs):
+                    if not guard.allowed_to_all(op, args, kwargs):
                         where = _origin()
                         if where != "judge":
-                            guard.check_op(func, args, kwargs, where == "triton")
+                            guard.check_op(func, op, args, kwargs, where == "triton")
                 else:
-                    guard.check_op(func, args, kwargs, guard.inside_triton())
+                    guard.check_op(func, op, args, kwargs, guard.inside_triton())
                 if timer_stream() is not None:
                     import torch
                     after_start(torch.cuda.current_stream())
-                return func(*args, **kwargs)
+                return (func if op is None else op[RUN])(*args, **kwargs)
 
         # Immutable, as built-in types are: torch hands the mode out, and a file set its class's
         # __torch_dispatch__ to a pass-through for a moment (judge.worker.frozen_class).
         frozen_class.freeze(OpGuard)
         return OpGuard()
 
-    def _copies(self, name: str, func, args=(), kwargs=None) -> bool:
+    def _copies(self, name: str, op, args=(), kwargs=None) -> bool:
         """Does this operator move data, in a challenge that refuses torch's
         copies? Its refused names, and any other form that writes into a
         tensor it was given, an allocation's or a fill's aside (aten's .out
         forms of lift_fresh_copy or _unsafe_view copied a matrix too)."""
         if not self._refused and not self._whole_copies:
             return False
-        schema = getattr(func, "_schema", None)
+        schema = op[SCHEMA] if op is not None else None
         moves = (name in self._refused or name in COPY_FORMS
                  or bool(getattr(schema, "is_mutable", False)) and name not in WRITES_NO_DATA
                  # fill_ given a one-element tensor copies that element (aten.fill_.Tensor):
                  # element by element it had copied, transposed and reversed whole arrays.
-                 or name in FILL_OPS and getattr(func, "_overloadname", "") == "Tensor")
+                 or name in FILL_OPS and op is not None and op[OVERLOAD] == "Tensor")
         return moves and (bool(self._refused) or not copy_extent.all_whole(name, args, kwargs))
 
-    def check_op(self, func, args, kwargs, inside_triton: bool = False) -> None:
-        name = func.overloadpacket.__name__
+    def check_op(self, func, op, args, kwargs, inside_triton: bool = False) -> None:
+        """`func` as handed to the guard (named in messages), `op` its
+        Identity (judge.worker.op_identity), or None: refused in solve."""
+        name = op[NAME] if op is not None else f"<an operator without a known schema: {func!r}>"
         unusual = other_layout(args, kwargs)
         if unusual:
             self.flag(f"rule: no torch compute in solve: aten.{name} ({func}) was given {unusual}, whose operators "
@@ -232,7 +256,7 @@ class Guard:
             # Triton's only if the audit hook says the code is: the cheap walk
             # above tells frames by their globals, and a grid function made by
             # exec with globals of its own passed for Triton's. If not, solve's rules.
-            if not ((name == "_local_scalar_dense" or self._copies(name, func, args, kwargs))
+            if not ((name == "_local_scalar_dense" or self._copies(name, op, args, kwargs))
                     and _origin() == "submission"):
                 return
         if name == "_local_scalar_dense":
@@ -241,10 +265,10 @@ class Guard:
         if name not in ALLOWED_OPS:
             self.flag(f"rule: no torch compute in solve: aten.{name} was called "
                       f"({func}); write the computation as a Triton kernel")
-        if copy_extent.writes_into_band(func, args, kwargs):
+        if copy_extent.writes_into_band(op, args, kwargs):
             self.flag(f"rule: no writes outside the tensors solve is given: aten.{name} ({func}) wrote into the "
                       "memory around one (its guard band)")
-        if self._copies(name, func, args, kwargs):
+        if self._copies(name, op, args, kwargs):
             what = "no torch copies" if self._refused else "torch copies of whole tensors only (a scratch clone)"
             hint = ("; `x[...] = value` fills from a tensor (even a Python number becomes one): use x.fill_(value) or "
                     "x.zero_()" if name in FILL_OPS else "")
@@ -255,14 +279,17 @@ class Guard:
             self.flag(f"rule: no host round trip of the data: a copy from {crossing[0]} to {crossing[1]} in solve")
 
     @staticmethod
-    def allowed_to_all(func, args, kwargs) -> bool:
+    def allowed_to_all(op, args, kwargs) -> bool:
         """An operator allowed whoever asks (an allocation, a view, a fill, a
         copy on one device): no need to find out whose it is. (A challenge's
         own refusals bind solve and the threads it starts: outside solve the
-        worker's own copies, the timer's among them, stay cheap.)"""
-        name = func.overloadpacket.__name__
+        worker's own copies, the timer's among them, stay cheap.) `op`: its
+        Identity, or None (never allowed to all)."""
+        if op is None:
+            return False
+        name = op[NAME]
         return name in ALLOWED_OPS and not (name in TRANSFER_OPS and copy_extent.crossing(name, args, kwargs)) \
-            and not copy_extent.writes_into_band(func, args, kwargs) and not other_layout(args, kwargs)
+            and not copy_extent.writes_into_band(op, args, kwargs) and not other_layout(args, kwargs)
 
     # --- Python-level methods (CPU tensors reach the host without dispatch) ---
 
@@ -302,9 +329,14 @@ class Guard:
 
     def _patch_threads(self) -> None:
         """Threads started during solve run under a guard of their own (the
-        dispatcher's modes are per thread)."""
+        dispatcher's modes are per thread). threading's own start, as it was
+        before the file: one the file put in its place at import (a chain of
+        builtins that started another thread with the real start) is no
+        original."""
         import threading
-        guard, original_start = self, threading.Thread.start
+        guard, original_start = self, _THREAD_START
+        if vars(threading.Thread).get("start") is not original_start and self.violation is None:
+            self.violation = "rule: solve tampered with the judge's operator guard (threading.Thread.start replaced)"
         self._thread_start = original_start
 
         # (bound in defaults, not a closure: its cells were a plain write
@@ -395,11 +427,35 @@ def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
     return original_start(thread, *args, **kwargs)
 
 
+def guard_every_thread(guard: Guard) -> None:
+    """Every thread threading starts from now on (the file not yet loaded)
+    runs under a guard of its own, however it was started: threading's real
+    start, taken at import and called in solve from a hook made of builtins
+    alone, had run torch.mm in a thread with no mode."""
+    import threading
+    bootstrap = threading.Thread._bootstrap
+
+    def _bootstrap(thread, _guard=guard, _bootstrap=bootstrap, _run=_run_guarded):
+        _run(_guard, lambda: _bootstrap(thread))
+
+    threading.Thread._bootstrap = _bootstrap
+
+
 def _run_guarded(guard: Guard, run) -> None:
     # Entered, never left: the thread's own end (its thread-locals' finalizers,
     # run as Python clears its state) runs under the mode too; left at the end
     # of run, a finalizer's torch.add ran unseen, before join() returned.
-    guard._make_mode().__enter__()
+    # The seal first (a patch in force only while this thread starts, put back
+    # before the next operator of solve's own thread, is seen here), then the
+    # mode, which must be in force: TorchDispatchMode.__enter__ or _push_mode
+    # made a no-op in solve had the thread run torch.mm with none.
+    sys.audit("tritonjudge.check_seal")
+    own = guard._make_mode()
+    own.__enter__()
+    if _CURRENT_MODE() is not own:
+        guard.flag("rule: solve tampered with the judge's operator guard (a thread's dispatch mode was not in force "
+                   "as it started)")
+        return
     for mode in _THREAD_MODES:  # CPU mode: "cuda" means the CPU in solve's threads too
         mode().__enter__()
     if _GATED:  # CPU mode: no Python of the file's while another thread's kernel is interpreted
