@@ -419,6 +419,8 @@ def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
         guard.flag("rule: no threads but threading.Thread's in solve, run under the rules: this thread's class "
                    "answers for its own _bootstrap")
     bootstrap = cls._bootstrap
+    if bootstrap is _EVERY_THREAD[0]:  # threading's own, guarded for every thread (guard_every_thread)
+        return original_start(thread, *args, **kwargs)
 
     def guarded_bootstrap():
         _run_guarded(guard, lambda: bootstrap(thread))
@@ -438,9 +440,10 @@ def guard_every_thread(guard: Guard) -> None:
     def _bootstrap(thread, _guard=guard, _bootstrap=bootstrap, _run=_run_guarded):
         _run(_guard, lambda: _bootstrap(thread))
 
-    threading.Thread._bootstrap = _bootstrap
+    threading.Thread._bootstrap = _EVERY_THREAD[0] = _bootstrap
 
 
+_EVERY_THREAD: list = [None]  # guard_every_thread's bootstrap (a second guard inside it doubled the CPU mode's modes)
 def _run_guarded(guard: Guard, run) -> None:
     # Entered, never left: the thread's own end (its thread-locals' finalizers,
     # run as Python clears its state) runs under the mode too; left at the end
