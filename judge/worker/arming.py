@@ -23,7 +23,7 @@ GUARD_MODULES = ("judge.worker.rules", "judge.worker.gates", "judge.worker.audit
                  "judge.worker.module_guard", "judge.worker.copy_extent", "judge.worker.builder_data",
                  "judge.worker.argument_types", "judge.worker.frozen_class", "judge.worker.seal",
                  "judge.worker.op_tables", "judge.worker.raw_memory", "judge.worker.write_bounds",
-                 "judge.worker.op_identity")
+                 "judge.worker.op_identity", "judge.worker.guarded_threads")
 # The CPU mode's parity with the GPU: what it patched into Triton's interpreter
 # decides verdicts (TF32, races, kernels compiled, host tensors).
 CPU_MODULES = ("judge.worker.frontend", "judge.worker.twins", "judge.worker.kernel_callees", "judge.worker.compiled_stand_in", "judge.worker.host_tensors", "judge.worker.races",
@@ -223,11 +223,15 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS", "COPY_FORMS",
                                          "WRITES_NO_DATA", "ALLOCATION_OPS", "FILL_OPS", "VIEW_OPS", "COPY_OPS",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
-                                         "_start_guarded", "_run_guarded", "_origin", "_THREAD_MODES")]
-    # Every thread threading starts runs under a guard (judge.worker.rules.guard_every_thread).
+                                         "_start_guarded", "_run_guarded", "_origin")]
+    from judge.worker import guarded_threads
+    pairs += [(guarded_threads, name) for name in ("_start_guarded", "_run_guarded", "guard_every_thread",
+                                                   "_THREAD_MODES", "_GATED", "_EVERY_THREAD", "_THREAD_START",
+                                                   "_CURRENT_MODE")]
+    # Every thread threading starts runs under a guard (judge.worker.guarded_threads).
     import threading
-    rules.guard_every_thread(guard)
-    pairs += [(threading.Thread, "_bootstrap")]
+    guarded_threads.guard_every_thread(guard)
+    pairs += [(threading, name) for name in guarded_threads.STARTERS if hasattr(threading, name)]
     pairs += library_seals()
     # What the guard reads to check its mode is in force.
     pairs += [(sys.modules["torch.utils._python_dispatch"], name)

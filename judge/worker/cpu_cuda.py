@@ -403,5 +403,5 @@ def install(submission: str | None = None, tf32: bool = True) -> None:
         pass
     mode = _mode_class(submission)
     mode().__enter__()
-    from judge.worker import rules
-    rules.thread_function_modes((mode,))  # torch's function modes are per thread: solve's threads enter one too
+    from judge.worker import guarded_threads
+    guarded_threads.thread_function_modes((mode,))  # torch's function modes are per thread: solve's threads enter one too

@@ -179,7 +179,7 @@ def install(emulate_tf32: bool = True) -> None:
     from judge.worker import frontend
     frontend.install(capability=90 if emulate_tf32 else 75)
     _check_launches(interpreter)
-    from judge.worker.rules import gate_threads
+    from judge.worker.guarded_threads import gate_threads
     gate_threads()
 
 

@@ -33,6 +33,7 @@ import os
 import sys
 
 from judge.worker import copy_extent, frozen_class
+from judge.worker.guarded_threads import _THREAD_START, _run_guarded, _start_guarded, starter_code
 from judge.worker.op_identity import NAME, OVERLOAD, RUN, SCHEMA, identify, prepare
 from judge.worker.argument_types import other_layout, refused_in
 from judge.worker.op_tables import (ALLOCATION_OPS, ALLOWED_OPS, COPY_FORMS, COPY_OPS, FILL_OPS,  # noqa: F401
@@ -52,8 +53,6 @@ KNOWN = prepare(ALLOWED_OPS | TRITON_OPS)
 # (judge.worker.host_tensors); a file that flips it only lets itself copy to
 # its own host tensors, whose data still cannot reach a kernel or the host.
 SOLVING = [False]
-_THREAD_START = __import__("threading").Thread.start  # as threading made it, before any file
-_CURRENT_MODE = __import__("torch.utils._python_dispatch", fromlist=["_"])._get_current_dispatch_mode
 
 # While a timed call runs (judge.timing's fence): the stream its start event
 # is on. Kept by the audit hook once it is installed, set only by timing.measure's
@@ -402,87 +401,9 @@ def _origin() -> str:
     return box[0] if box else "submission"
 
 
-def _start_guarded(guard: Guard, original_start, thread, *args, **kwargs):
-    """threading.Thread.start while solve runs: the whole of the new thread
-    (threading's bootstrap, not only run) under a dispatch mode of its own
-    (judge.worker.audit lets only this start threads then). Around run
-    alone, a profile hook set by threading.setprofile, an excepthook, or a
-    subclass's own _bootstrap_inner ran the file's torch.mm in the thread
-    before or after the mode."""
-    import threading
-    cls = type(thread)
-    # Thread.start reads self._bootstrap: a class of the file's that answers
-    # that read itself (a property, its own __getattribute__) had the thread
-    # start its own bootstrap, with no mode.
-    if any(("_bootstrap" in vars(k) or "__getattribute__" in vars(k)) for k in cls.__mro__
-           if k is not threading.Thread and k is not object):
-        guard.flag("rule: no threads but threading.Thread's in solve, run under the rules: this thread's class "
-                   "answers for its own _bootstrap")
-    bootstrap = cls._bootstrap
-    if bootstrap is _EVERY_THREAD[0]:  # threading's own, guarded for every thread (guard_every_thread)
-        return original_start(thread, *args, **kwargs)
-
-    def guarded_bootstrap():
-        _run_guarded(guard, lambda: bootstrap(thread))
-
-    object.__setattr__(thread, "_bootstrap", guarded_bootstrap)  # past a __setattr__ of the file's
-    return original_start(thread, *args, **kwargs)
-
-
-def guard_every_thread(guard: Guard) -> None:
-    """Every thread threading starts from now on (the file not yet loaded)
-    runs under a guard of its own, however it was started: threading's real
-    start, taken at import and called in solve from a hook made of builtins
-    alone, had run torch.mm in a thread with no mode."""
-    import threading
-    bootstrap = threading.Thread._bootstrap
-
-    def _bootstrap(thread, _guard=guard, _bootstrap=bootstrap, _run=_run_guarded):
-        _run(_guard, lambda: _bootstrap(thread))
-
-    threading.Thread._bootstrap = _EVERY_THREAD[0] = _bootstrap
-
-
-_EVERY_THREAD: list = [None]  # guard_every_thread's bootstrap (a second guard inside it doubled the CPU mode's modes)
-def _run_guarded(guard: Guard, run) -> None:
-    # Entered, never left: the thread's own end (its thread-locals' finalizers,
-    # run as Python clears its state) runs under the mode too; left at the end
-    # of run, a finalizer's torch.add ran unseen, before join() returned.
-    # The seal first (a patch in force only while this thread starts, put back
-    # before the next operator of solve's own thread, is seen here), then the
-    # mode, which must be in force: TorchDispatchMode.__enter__ or _push_mode
-    # made a no-op in solve had the thread run torch.mm with none.
-    sys.audit("tritonjudge.check_seal")
-    own = guard._make_mode()
-    own.__enter__()
-    if _CURRENT_MODE() is not own:
-        guard.flag("rule: solve tampered with the judge's operator guard (a thread's dispatch mode was not in force "
-                   "as it started)")
-        return
-    for mode in _THREAD_MODES:  # CPU mode: "cuda" means the CPU in solve's threads too
-        mode().__enter__()
-    if _GATED:  # CPU mode: no Python of the file's while another thread's kernel is interpreted
-        from judge.worker import launch_gate
-        launch_gate.gate_this_thread()
-    run()
-
-
-_GATED = False  # set once by the CPU worker (gate_threads), before the module is sealed and the file imported
-_THREAD_MODES: tuple = ()  # torch function modes every thread solve starts enters (set once, likewise)
-
-
-def gate_threads() -> None:
-    global _GATED
-    _GATED = True
-
-
-def thread_function_modes(modes: tuple) -> None:
-    global _THREAD_MODES
-    _THREAD_MODES = tuple(modes)
-
-
 def gate_codes() -> tuple[set, set]:
-    """The guard's code that may push and pop its modes through the gates
-    (judge.worker.gates), and the code that may start threads in solve."""
-    return ({Guard.armed.__wrapped__.__code__, Guard.watch.__code__, _run_guarded.__code__},
-            {_start_guarded.__code__})
+    """The guard's code that may push and pop its modes or start a thread
+    through the gates (judge.worker.gates), and the code that may start
+    threads (each then under a guard: judge.worker.guarded_threads)."""
+    return ({Guard.armed.__wrapped__.__code__, Guard.watch.__code__, _run_guarded.__code__, starter_code()},
+            {_start_guarded.__code__, starter_code()})
