@@ -102,11 +102,6 @@ def spin_rate() -> float:
     return max(rates)
 
 
-def spin_cycles(seconds: float) -> int:
-    """GPU clock cycles that torch.cuda._sleep spins for `seconds`."""
-    return max(0, int(spin_rate() * seconds))
-
-
 def head_start_for(host_s: Sequence[float], at_least: float = HEAD_START_S) -> float:
     """The least head start of HEAD_STARTS_S, and no less than `at_least`,
     that outlasts HOST_MARGIN times the median of `host_s` (the host's

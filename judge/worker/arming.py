@@ -168,10 +168,8 @@ def library_seals() -> list:
 
     pairs: list = [(sys, "modules")]
     pairs.append((vars(_python_dispatch), _rebound_names(_python_dispatch)))
-    for cls in (_python_dispatch.TorchDispatchMode, torch._ops.OpOverload, torch._ops.OpOverloadPacket,
-                torch._ops.OperatorBase):
-        pairs += [(namespace, None) for base in cls.__mro__ if base is not object and _mutable(base)
-                  for namespace in gc.get_referents(vars(base)) if isinstance(namespace, dict)]
+    pairs += class_namespaces(_python_dispatch.TorchDispatchMode, torch._ops.OpOverload,
+                              torch._ops.OpOverloadPacket, torch._ops.OperatorBase)
     pairs += [(namespace, frozenset({"start"})) for namespace in gc.get_referents(vars(threading.Thread))
               if isinstance(namespace, dict)]
     pairs += [(sys.modules, name) for name in sorted(sys.modules)
@@ -189,9 +187,14 @@ def _rebound_names(module) -> frozenset:
     return frozenset(item.strip() for found in _GLOBAL_STATEMENT.findall(text) for item in found.split(","))
 
 
-def _mutable(cls: type) -> bool:
-    """Whether a class's attributes can be set (Py_TPFLAGS_IMMUTABLETYPE unset)."""
-    return not cls.__flags__ & (1 << 8)
+def class_namespaces(*classes) -> list:
+    """Seal pairs for the namespaces of these classes whole, with every base
+    class whose namespace can change (Py_TPFLAGS_IMMUTABLETYPE unset: a C
+    type's cannot)."""
+    import gc
+    return [(namespace, None) for cls in classes for base in cls.__mro__
+            if base is not object and not base.__flags__ & (1 << 8)
+            for namespace in gc.get_referents(vars(base)) if isinstance(namespace, dict)]
 
 
 def transport() -> list[tuple[object, str]]:
@@ -223,19 +226,15 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     pairs += [(rules, name) for name in ("ALLOWED_OPS", "TRITON_OPS", "TRANSFER_OPS", "HOST_METHODS", "COPY_FORMS",
                                          "WRITES_NO_DATA", "ALLOCATION_OPS", "FILL_OPS", "VIEW_OPS", "COPY_OPS",
                                          "RuleViolation", "TIMER_STREAM", "fence", "after_start",
-                                         "_start_guarded", "_run_guarded", "_origin")]
+                                         "_origin")]
+    # (guarded_threads' namespace is sealed whole, but for the names its own code rebinds, set once before the file.)
     from judge.worker import guarded_threads
-    pairs += [(guarded_threads, name) for name in ("_start_guarded", "_run_guarded", "guard_every_thread",
-                                                   "_THREAD_MODES", "_GATED", "_EVERY_THREAD", "_THREAD_START",
-                                                   "_CURRENT_MODE")]
+    pairs += [(guarded_threads, name) for name in ("_THREAD_MODES", "_GATED")]
     # Every thread threading starts runs under a guard (judge.worker.guarded_threads).
     import threading
     guarded_threads.guard_every_thread(guard)
     pairs += [(threading, name) for name in guarded_threads.STARTERS if hasattr(threading, name)]
-    pairs += library_seals()
-    # What the guard reads to check its mode is in force.
-    pairs += [(sys.modules["torch.utils._python_dispatch"], name)
-              for name in ("_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at")]
+    pairs += library_seals()  # (what the guard reads of torch.utils._python_dispatch to check its mode among it)
     pairs += [(torch._C, name) for name in ("_len_torch_dispatch_stack", "_get_dispatch_stack_at",
                                             "_dispatch_tls_is_dispatch_key_excluded")]
     # The guard's methods may not be shadowed on the instance either.
@@ -284,9 +283,7 @@ def arm(path: str, guard, trusted: frozenset, sealed: list, reply_fd: int) -> No
     # namespace can change (a C type's cannot): Event.elapsed_time returning
     # a thousandth of the truth was left to the judge's clock, which cannot
     # see that much under a short kernel's head start (judge.timecheck).
-    for cls in (torch.cuda.Event, torch.cuda.Stream):
-        pairs += [(namespace, None) for base in cls.__mro__ if base is not object and _mutable(base)
-                  for namespace in gc.get_referents(vars(base)) if isinstance(namespace, dict)]
+    pairs += class_namespaces(torch.cuda.Event, torch.cuda.Stream)
     # And the C functions torch.cuda's Python calls for the timer by name:
     # a no-op _cuda_sleep would take the head start away, unseen by the seal.
     pairs += [(torch._C, name) for name in ("_cuda_sleep", "_cuda_synchronize", "_cuda_getCurrentStream",

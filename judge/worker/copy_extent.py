@@ -18,6 +18,7 @@ StorageImpl's address (torch._C._storage_address: no data address)."""
 from __future__ import annotations
 
 from judge.protocol import INPUT_GUARD, OUTPUT_GUARD
+from judge.worker.op_identity import SCHEMA
 
 HANDED = ("handed",)  # the memo key: storage addresses of the buffers handed to solve
 HANDED_BYTES = ("handed", "bytes")  # the same buffers' guard bands, in bytes
@@ -123,7 +124,7 @@ def writes_into_band(op, args, kwargs, _address=_C._storage_address, _offset=_C.
     schema marks as written: the bytes each one's elements span, by its
     offset, sizes and strides, against the buffer's bands. `op`: the
     operator's Identity (judge.worker.op_identity), or None."""
-    schema = op[2] if op is not None else None  # judge.worker.op_identity.SCHEMA
+    schema = op[SCHEMA] if op is not None else None
     if schema is None or not getattr(schema, "is_mutable", False):
         return False
     bands = None
